@@ -1,0 +1,77 @@
+"""From configs to objects: the one path both ``train.py`` and :func:`build_model` take.
+
+Configs hold names and values; this module resolves them through the tables in
+``ffn_zoo.ffn`` and ``ffn_zoo.model``, so a reader can follow the imports from the
+entry point to the network (no ``_target_`` strings).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from ffn_zoo.errors import ConfigError
+from ffn_zoo.ffn import check_variant_spec, gated_hidden_width
+from ffn_zoo.model import ModelConfig, TransformerLM
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+def config_dir() -> Path:
+    if not (CONFIG_DIR / "train.yaml").is_file():
+        raise ConfigError(f"configs not found at {CONFIG_DIR}; install ffn-zoo from its source tree (pip install -e .)")
+    return CONFIG_DIR
+
+
+def ffn_hidden(ffn: Any, d_ff: int) -> int:
+    """The FFN's final hidden width from the ffn config and the model's dense width."""
+    if ffn.gated and ffn.match_params:
+        return gated_hidden_width(d_ff, ffn.multiple_of)
+    return d_ff
+
+
+def model_config(cfg: DictConfig, vocab_size: int | None = None) -> ModelConfig:
+    """ModelConfig from the ``model`` and ``ffn`` groups; ``vocab_size`` comes from the corpus unless set."""
+    m, f = cfg.model, cfg.ffn
+    check_variant_spec(f.name, f.gated, f.activation)
+    if m.vocab_size is not None and vocab_size is not None and m.vocab_size != vocab_size:
+        raise ConfigError(
+            f"model.vocab_size={m.vocab_size} but the corpus/tokenizer has {vocab_size} tokens; "
+            f"set model.vocab_size={vocab_size} or null"
+        )
+    vocab = m.vocab_size if m.vocab_size is not None else vocab_size
+    if vocab is None:
+        raise ConfigError("model.vocab_size is null and no corpus gives it; set model.vocab_size")
+    return ModelConfig(
+        vocab_size=int(vocab), seq_len=m.seq_len, d_model=m.d_model, n_layers=m.n_layers, n_heads=m.n_heads,
+        norm=m.norm, dropout=m.dropout, bias=m.bias, causal=cfg.get("objective", "clm") != "mlm",
+        init_std=m.init_std, ffn_gated=f.gated, ffn_activation=f.activation,
+        ffn_hidden=ffn_hidden(f, m.d_ff), ffn_bias=f.bias, ffn_dropout=f.dropout,
+    )
+
+
+def compose(overrides: list[str] | None = None) -> DictConfig:
+    """The training config exactly as ``python train.py <overrides>`` would compose it."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        return hydra_compose(config_name="train", overrides=list(overrides or []))
+
+
+def build_model(model: str = "bert_base", ffn: str = "geglu", **overrides: Any) -> TransformerLM:
+    """The network ``python train.py model=<model> ffn=<ffn>`` trains: token ids (B, T) -> logits (B, T, vocab).
+
+    ``overrides`` are keys of the ``model`` or ``ffn`` config, e.g. ``vocab_size=8192, seq_len=128,
+    match_params=False``. With ``vocab_size`` unset, the default corpus's vocabulary is used.
+    """
+    cfg = compose([f"model={model}", f"ffn={ffn}"])
+    for key, value in overrides.items():
+        group = "model" if key in cfg.model else "ffn" if key in cfg.ffn else None
+        if group is None:
+            valid = sorted(set(cfg.model) | set(cfg.ffn))
+            raise ConfigError(f"unknown build_model override {key!r}; valid: {', '.join(valid)}")
+        OmegaConf.update(cfg, f"{group}.{key}", value)
+    return TransformerLM(model_config(cfg, vocab_size=cfg.data.get("vocab_size")))

@@ -1,0 +1,37 @@
+"""Data sources by name (``data.name`` in ``configs/data/*.yaml``) -> a :class:`Corpus` of token blocks."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from ffn_zoo.data.blocks import Corpus
+from ffn_zoo.data.toy import ToyHMM, toy_splits
+from ffn_zoo.errors import UnknownNameError
+
+
+def build_toy(cfg: Mapping[str, Any]) -> Corpus:
+    hmm = ToyHMM(
+        vocab_size=cfg["vocab_size"], n_states=cfg["n_states"], support=cfg["support"],
+        zipf_exponent=cfg["zipf_exponent"], concentration=cfg["concentration"], seed=cfg["corpus_seed"],
+    )
+    train, val = toy_splits(hmm, cfg["seq_len"], cfg["train_tokens"], cfg["val_tokens"])
+    nll, count = hmm.optimal_nll(val)
+    return Corpus(
+        name="toy", vocab_size=hmm.vocab_size, train=train, val=val, optimal_val_loss=nll / count,
+        description=f"toy HMM ({hmm.n_states} states, vocab {hmm.vocab_size}, Zipf {hmm.zipf_exponent}), "
+        f"{train.size:,} train / {val[:, 1:].size:,} val tokens",
+    )
+
+
+# name -> builder; later corpora (C4, local text, ...) register here
+CORPORA: dict[str, Callable[[Mapping[str, Any]], Corpus]] = {"toy": build_toy}
+
+
+def build_corpus(cfg: Mapping[str, Any]) -> Corpus:
+    name = cfg["name"]
+    if name not in CORPORA:
+        raise UnknownNameError("data", name, CORPORA)
+    return CORPORA[name](cfg)
+
+
+__all__ = ["CORPORA", "Corpus", "build_corpus"]

@@ -1,0 +1,98 @@
+"""Fixed-length token blocks and the step-indexed sampler every finite corpus trains from.
+
+A corpus is an int array of shape (N, seq_len + 1): each row is an input block plus the
+next-token target shifted by one. Batch k of training is a pure function of (seed, k):
+the sample stream is the concatenation of per-epoch permutations, so resuming at step k
+reproduces exactly the batches an uninterrupted run would see, and every variant trained
+with the same seed sees the same data in the same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, Sampler
+
+from ffn_zoo.errors import DataError
+
+
+@dataclass
+class Corpus:
+    """What the training loop needs from any data source."""
+
+    name: str
+    vocab_size: int
+    train: np.ndarray  # (N, seq_len + 1) token ids
+    val: np.ndarray  # (M, seq_len + 1) token ids, identical for every variant and seed
+    optimal_val_loss: float | None = None  # Bayes-optimal nats/token on val, when the generator is known
+    val_bytes: int | None = None  # UTF-8 bytes of the validation text, for bits-per-byte
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        for split in ("train", "val"):
+            blocks = getattr(self, split)
+            if blocks.ndim != 2 or len(blocks) == 0:
+                raise DataError(f"{self.name}: the {split} split holds no complete block of seq_len + 1 tokens")
+        top = int(max(self.train.max(), self.val.max()))
+        if top >= self.vocab_size:
+            raise DataError(f"{self.name}: token id {top} is outside the vocabulary of {self.vocab_size}")
+
+    @property
+    def seq_len(self) -> int:
+        return self.train.shape[1] - 1
+
+
+class Blocks(Dataset):
+    """Indexed by a *list* of rows, so one fancy-index builds a whole batch (no per-sample collate)."""
+
+    def __init__(self, blocks: np.ndarray) -> None:
+        self.blocks = torch.from_numpy(np.ascontiguousarray(blocks))
+
+    def __len__(self) -> int:
+        return len(self.blocks)
+
+    def __getitem__(self, rows: list[int]) -> torch.Tensor:
+        return self.blocks[rows].long()  # (B, T + 1)
+
+
+class StepSampler(Sampler[list[int]]):
+    """Infinite stream of batches; batch k is determined by (seed, k) alone.
+
+    With ``world_size`` > 1 each rank takes its slice of the same global batch, so the
+    global batch and the data order do not depend on the number of devices.
+    """
+
+    def __init__(self, n: int, batch_size: int, seed: int, rank: int = 0, world_size: int = 1) -> None:
+        if batch_size % world_size:
+            raise DataError(f"global batch {batch_size} is not divisible by {world_size} devices")
+        self.n, self.batch_size, self.seed = n, batch_size, seed
+        self.rank, self.world_size = rank, world_size
+        self.start_step = 0  # set by resume
+        self._perm_epoch, self._perm = -1, np.empty(0, dtype=np.int64)
+
+    def _permutation(self, epoch: int) -> np.ndarray:
+        if epoch != self._perm_epoch:
+            self._perm = np.random.default_rng([self.seed, epoch]).permutation(self.n)
+            self._perm_epoch = epoch
+        return self._perm
+
+    def global_batch(self, step: int) -> list[int]:
+        start = step * self.batch_size
+        out = []
+        for g in range(start, start + self.batch_size):
+            out.append(int(self._permutation(g // self.n)[g % self.n]))
+        return out
+
+    def __iter__(self) -> Iterator[list[int]]:
+        step = self.start_step
+        per_rank = self.batch_size // self.world_size
+        while True:
+            rows = self.global_batch(step)
+            yield rows[self.rank * per_rank : (self.rank + 1) * per_rank]
+            step += 1
+
+    def epochs_at(self, step: int) -> float:
+        return step * self.batch_size / self.n

@@ -1,0 +1,41 @@
+"""LightningDataModule over a :class:`Corpus`: step-indexed training batches, the whole fixed validation split."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+
+from ffn_zoo.data.blocks import Blocks, Corpus, StepSampler
+
+
+class LMDataModule(L.LightningDataModule):
+    def __init__(self, corpus: Corpus, batch_size: int, val_batch_size: int, seed: int, num_workers: int = 0) -> None:
+        super().__init__()
+        self.corpus, self.batch_size, self.val_batch_size = corpus, batch_size, val_batch_size
+        self.seed, self.num_workers = seed, num_workers
+        self.sampler: StepSampler | None = None
+
+    def train_dataloader(self) -> DataLoader:
+        rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer is not None else (0, 1)
+        start = self.trainer.global_step if self.trainer is not None else 0  # resume at the exact next batch
+        self.sampler = StepSampler(len(self.corpus.train), self.batch_size, self.seed, rank, world)
+        self.sampler.start_step = start
+        return DataLoader(
+            Blocks(self.corpus.train), sampler=self.sampler, batch_size=None, num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+        )
+
+    def val_dataloader(self) -> DataLoader:
+        rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer is not None else (0, 1)
+        rows = list(range(rank, len(self.corpus.val), world))  # each rank a disjoint share; sums are all-reduced
+        batches = [rows[i : i + self.val_batch_size] for i in range(0, len(rows), self.val_batch_size)]
+        return DataLoader(Blocks(self.corpus.val), sampler=batches, batch_size=None)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"seed": self.seed, "batch_size": self.batch_size}
+
+    def transfer_batch_to_device(self, batch: torch.Tensor, device: torch.device, dataloader_idx: int) -> torch.Tensor:
+        return batch.to(device, non_blocking=True)

@@ -1,0 +1,164 @@
+"""The FFN zoo: two forms (dense, gated) × the activation table.
+
+    dense:  FFN(x) = W_out · act(W_in · x)
+    gated:  FFN(x) = W_out · (act(W_gate · x) ⊙ (W_up · x))     Shazeer 2020, eqs. (5)-(6)
+
+The activation is applied to the *gate* branch; the *up* (value) branch stays linear.
+Modules take their final hidden width. :func:`gated_hidden_width` is the single place
+that turns a dense width into the parameter-matched gated one (the 2/3 rule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ffn_zoo.activations import ACTIVATIONS, get_activation
+from ffn_zoo.errors import ConfigError, UnknownNameError, require_positive
+
+
+@dataclass(frozen=True)
+class FFNVariant:
+    """A named point in the (form, activation) grid."""
+
+    gated: bool
+    activation: str
+    paper: str
+
+    @property
+    def form(self) -> str:
+        return "gated" if self.gated else "dense"
+
+    def formula(self) -> str:
+        if self.gated:
+            return f"W_out·({self.activation}(W_gate·x) ⊙ W_up·x)"
+        return f"W_out·{self.activation}(W_in·x)"
+
+
+FFN_VARIANTS: dict[str, FFNVariant] = {
+    # dense
+    "relu": FFNVariant(False, "relu", "Vaswani et al. 2017, 'Attention Is All You Need'"),
+    "gelu": FFNVariant(False, "gelu", "Hendrycks & Gimpel 2016, 'Gaussian Error Linear Units'; BERT, GPT-2"),
+    "gelu_tanh": FFNVariant(False, "gelu_tanh", "GELU tanh approximation as in GPT-2 / original BERT code"),
+    "quick_gelu": FFNVariant(False, "quick_gelu", "GELU sigmoid approximation x·σ(1.702x), CLIP"),
+    "silu": FFNVariant(False, "silu", "Ramachandran et al. 2017, 'Searching for Activation Functions' (Swish)"),
+    "swish_beta": FFNVariant(False, "swish_beta", "Ramachandran et al. 2017, Swish with learnable β"),
+    "learnable_gelu": FFNVariant(False, "learnable_gelu", "x·σ(βx), β learnable, init 1.702 (GELU fit)"),
+    "mish": FFNVariant(False, "mish", "Misra 2019, 'Mish: A Self Regularized Non-Monotonic Activation'"),
+    "relu2": FFNVariant(False, "relu2", "So et al. 2021, 'Primer: Searching for Efficient Transformers'"),
+    # gated — Shazeer 2020, 'GLU Variants Improve Transformer'
+    "glu": FFNVariant(True, "sigmoid", "Dauphin et al. 2017, 'Language Modeling with Gated Convolutional Networks'"),
+    "bilinear": FFNVariant(True, "identity", "Mnih & Hinton 2007; Shazeer 2020, eq. (5)"),
+    "reglu": FFNVariant(True, "relu", "Shazeer 2020, 'GLU Variants Improve Transformer', eq. (6)"),
+    "geglu": FFNVariant(True, "gelu", "Shazeer 2020, 'GLU Variants Improve Transformer', eq. (6)"),
+    "swiglu": FFNVariant(True, "silu", "Shazeer 2020, 'GLU Variants Improve Transformer', eq. (6); PaLM, LLaMA"),
+    "geglu_tanh": FFNVariant(True, "gelu_tanh", "GEGLU with the tanh GELU approximation (as in T5's gated-gelu)"),
+}
+
+
+def gated_hidden_width(d_ff: int, multiple_of: int = 8) -> int:
+    """Hidden width of a gated FFN holding the same weights as a dense FFN of width ``d_ff``.
+
+    A dense FFN has 2·d·d_ff weights, a gated one 3·d·h, so h = 2/3·d_ff, rounded to the
+    nearest multiple of ``multiple_of`` (hardware-friendly). At BERT-base, 3072 -> 2048 exactly.
+    """
+    require_positive(d_ff=d_ff, multiple_of=multiple_of)
+    return max(multiple_of, multiple_of * round(2 * d_ff / 3 / multiple_of))
+
+
+def hidden_width(name: str, d_ff: int, *, match_params: bool = True, multiple_of: int = 8) -> int:
+    """The hidden width variant ``name`` uses given the dense width ``d_ff``."""
+    gated = get_variant(name).gated
+    return gated_hidden_width(d_ff, multiple_of) if gated and match_params else d_ff
+
+
+class DenseFFN(nn.Module):
+    """FFN(x) = W_out · act(W_in · x)."""
+
+    def __init__(self, d_model: int, hidden: int, activation: str, *, bias: bool = False, dropout: float = 0.0) -> None:
+        super().__init__()
+        require_positive(d_model=d_model, hidden=hidden)
+        self.hidden = hidden
+        self.w_in = nn.Linear(d_model, hidden, bias=bias)
+        self.act = get_activation(activation)
+        self.w_out = nn.Linear(hidden, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (..., d_model)
+        h = self.act(self.w_in(x))  # (..., hidden)
+        return self.w_out(self.dropout(h))  # (..., d_model)
+
+
+class GatedFFN(nn.Module):
+    """FFN(x) = W_out · (act(W_gate · x) ⊙ (W_up · x)): activation on the gate, value branch linear.
+
+    W_gate and W_up are kept as two separate Linear layers (not one fused 2·hidden matrix)
+    so which half is gated can never be swapped by a chunk order.
+    """
+
+    def __init__(self, d_model: int, hidden: int, activation: str, *, bias: bool = False, dropout: float = 0.0) -> None:
+        super().__init__()
+        require_positive(d_model=d_model, hidden=hidden)
+        self.hidden = hidden
+        self.w_gate = nn.Linear(d_model, hidden, bias=bias)
+        self.w_up = nn.Linear(d_model, hidden, bias=bias)
+        self.act = get_activation(activation)
+        self.w_out = nn.Linear(hidden, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (..., d_model)
+        h = self.act(self.w_gate(x)) * self.w_up(x)  # (..., hidden)
+        return self.w_out(self.dropout(h))  # (..., d_model)
+
+
+def get_variant(name: str) -> FFNVariant:
+    if name not in FFN_VARIANTS:
+        raise UnknownNameError("ffn variant", name, FFN_VARIANTS)
+    return FFN_VARIANTS[name]
+
+
+def make_ffn(
+    gated: bool, activation: str, d_model: int, hidden: int, *, bias: bool = False, dropout: float = 0.0
+) -> DenseFFN | GatedFFN:
+    """Build an FFN from its two axes at its final hidden width."""
+    if activation not in ACTIVATIONS:
+        raise UnknownNameError("activation", activation, ACTIVATIONS)
+    cls = GatedFFN if gated else DenseFFN
+    return cls(d_model, hidden, activation, bias=bias, dropout=dropout)
+
+
+def build_ffn(
+    name: str,
+    d_model: int,
+    d_ff: int,
+    *,
+    bias: bool = False,
+    match_params: bool = True,
+    multiple_of: int = 8,
+    dropout: float = 0.0,
+) -> DenseFFN | GatedFFN:
+    """Build variant ``name`` for a model whose *dense* FFN width is ``d_ff``.
+
+    Gated variants shrink to :func:`gated_hidden_width` unless ``match_params=False``.
+    """
+    variant = get_variant(name)
+    hidden = hidden_width(name, d_ff, match_params=match_params, multiple_of=multiple_of)
+    return make_ffn(variant.gated, variant.activation, d_model, hidden, bias=bias, dropout=dropout)
+
+
+def check_variant_spec(name: str, gated: bool, activation: str) -> None:
+    """Refuse a config whose (gated, activation) contradicts a known variant's name.
+
+    This is what keeps ``swiglu`` from silently meaning plain SiLU: a custom pair must get its own name.
+    """
+    if name in FFN_VARIANTS:
+        v = FFN_VARIANTS[name]
+        if (v.gated, v.activation) != (bool(gated), activation):
+            raise ConfigError(
+                f"ffn.name={name} means gated={v.gated}, activation={v.activation}, but the config says "
+                f"gated={gated}, activation={activation}; give a custom pair its own name, e.g. ffn.name=my_{activation}"
+            )
+    elif activation not in ACTIVATIONS:
+        raise UnknownNameError("activation", activation, ACTIVATIONS)

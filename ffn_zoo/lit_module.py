@@ -1,0 +1,88 @@
+"""LightningModule: next-token cross-entropy, AdamW + warm-up/cosine, exact whole-split validation."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch.optim.lr_scheduler import LambdaLR
+
+from ffn_zoo.model import TransformerLM
+from ffn_zoo.optim import build_optimizer, lr_multiplier, warmup_steps_of
+
+
+class LitLM(L.LightningModule):
+    """Wraps a :class:`TransformerLM`. ``val/ppl`` is exp of the token-weighted mean NLL over the
+    whole validation split (not a mean of per-batch perplexities)."""
+
+    def __init__(
+        self,
+        model: TransformerLM,
+        optim: Mapping[str, Any],
+        max_steps: int,
+        optimal_val_loss: float | None = None,
+        val_bytes: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.optim_cfg = dict(optim)
+        self.max_steps = max_steps
+        self.optimal_val_loss = optimal_val_loss
+        self.val_bytes = val_bytes
+        self._val_nll = torch.zeros((), dtype=torch.float64)
+        self._val_count = torch.zeros((), dtype=torch.float64)
+        self.last_val: dict[str, float] = {}
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T, V)
+        return self.model(idx)
+
+    def _nll(self, batch: torch.Tensor, reduction: str) -> torch.Tensor:
+        x, y = batch[:, :-1], batch[:, 1:]  # (B, T) inputs, (B, T) next-token targets
+        logits = self.model(x)  # (B, T, V)
+        return F.cross_entropy(logits.flatten(0, 1).float(), y.flatten(), reduction=reduction)
+
+    def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
+        loss = self._nll(batch, "mean")
+        tokens = batch[:, 1:].numel() * self.trainer.world_size
+        self.log("train/loss", loss, prog_bar=False)
+        self.log("train/ppl", torch.exp(loss.detach()), prog_bar=True)
+        self.log("train/tokens_seen", float((self.global_step + 1) * tokens))
+        self.log("train/lr", self.trainer.optimizers[0].param_groups[0]["lr"])
+        return loss
+
+    def on_validation_epoch_start(self) -> None:
+        self._val_nll = torch.zeros((), dtype=torch.float64, device=self.device)
+        self._val_count = torch.zeros((), dtype=torch.float64, device=self.device)
+
+    def validation_step(self, batch: torch.Tensor, batch_idx: int) -> None:
+        self._val_nll += self._nll(batch, "sum").double()
+        self._val_count += batch[:, 1:].numel()
+
+    def on_validation_epoch_end(self) -> None:
+        nll = self.trainer.strategy.reduce(self._val_nll, reduce_op="sum")
+        count = self.trainer.strategy.reduce(self._val_count, reduce_op="sum")
+        loss = (nll / count).item()
+        metrics = {"val/loss": loss, "val/ppl": math.exp(min(loss, 80.0))}
+        if self.optimal_val_loss is not None:
+            metrics["val/optimal_ppl"] = math.exp(self.optimal_val_loss)
+            metrics["val/excess_loss"] = loss - self.optimal_val_loss  # nats/token above the Bayes floor
+        if self.val_bytes:
+            metrics["val/bpb"] = nll.item() / math.log(2) / self.val_bytes
+        self.last_val = metrics
+        self.log_dict(metrics, sync_dist=False, rank_zero_only=True)
+        self.log("val_ppl", metrics["val/ppl"], prog_bar=True, logger=False)
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        opt = build_optimizer(self.model, self.optim_cfg)
+        warmup = warmup_steps_of(self.optim_cfg, self.max_steps)
+        schedule = LambdaLR(
+            opt,
+            lambda step: lr_multiplier(
+                step, schedule=self.optim_cfg["schedule"], warmup_steps=warmup, total_steps=self.max_steps,
+                min_lr_ratio=self.optim_cfg["min_lr_ratio"],
+            ),
+        )
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

@@ -1,0 +1,142 @@
+"""A BERT-base-shaped Transformer language model whose FFN comes from the zoo.
+
+Token + learned position embeddings -> N blocks (attention, FFN; pre-LN by default,
+post-LN as in the original BERT selectable) -> final norm -> head tied to the token
+embedding. Causal by default (next-token prediction); ``causal=False`` gives the
+bidirectional attention that masked language modelling needs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+from torch import nn
+
+from ffn_zoo.errors import ConfigError, require_positive
+from ffn_zoo.ffn import make_ffn
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    vocab_size: int
+    seq_len: int = 128  # size of the position table: the longest context the model accepts
+    d_model: int = 768
+    n_layers: int = 12
+    n_heads: int = 12
+    norm: str = "pre"  # "pre" (GPT-2, T5) or "post" (original Transformer / BERT)
+    dropout: float = 0.0
+    bias: bool = False  # bias in attention projections and LayerNorms (FFN bias is the FFN's own setting)
+    causal: bool = True
+    init_std: float = 0.02
+    # the FFN: its two axes and its final hidden width
+    ffn_gated: bool = False
+    ffn_activation: str = "gelu"
+    ffn_hidden: int = 3072
+    ffn_bias: bool = False
+    ffn_dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        require_positive(
+            **{"model.vocab_size": self.vocab_size, "model.seq_len": self.seq_len, "model.d_model": self.d_model,
+               "model.n_layers": self.n_layers, "model.n_heads": self.n_heads, "ffn hidden width": self.ffn_hidden}
+        )
+        if self.d_model % self.n_heads:
+            raise ConfigError(
+                f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}; "
+                f"pick n_heads from {[h for h in range(1, self.d_model + 1) if self.d_model % h == 0 and h <= 64]}"
+            )
+        if self.norm not in ("pre", "post"):
+            raise ConfigError(f"model.norm={self.norm!r}; valid: pre, post")
+        for name in ("dropout", "ffn_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ConfigError(f"{name}={getattr(self, name)} must be in [0, 1)")
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention through ``F.scaled_dot_product_attention`` (flash/fused kernels)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.n_heads, self.causal, self.dropout = cfg.n_heads, cfg.causal, cfg.dropout
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=cfg.bias)  # fused: one GEMM instead of three
+        self.out = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C)
+        q, k, v = rearrange(self.qkv(x), "b t (three h d) -> three b h t d", three=3, h=self.n_heads)  # (B, H, T, D) each
+        p = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=self.causal)  # (B, H, T, D)
+        return self.out(rearrange(y, "b h t d -> b t (h d)"))  # (B, T, C)
+
+
+class Block(nn.Module):
+    """One Transformer layer: attention then FFN, each in a residual branch."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.pre_norm = cfg.norm == "pre"
+        self.norm1 = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
+        self.attn = SelfAttention(cfg)
+        self.norm2 = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
+        self.ffn = make_ffn(
+            cfg.ffn_gated, cfg.ffn_activation, cfg.d_model, cfg.ffn_hidden, bias=cfg.ffn_bias, dropout=cfg.ffn_dropout
+        )
+        self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C)
+        if self.pre_norm:
+            x = x + self.drop(self.attn(self.norm1(x)))
+            return x + self.drop(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.drop(self.attn(x)))
+        return self.norm2(x + self.drop(self.ffn(x)))
+
+
+class TransformerLM(nn.Module):
+    """Token ids (B, T) -> logits (B, T, vocab)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.seq_len, cfg.d_model)
+        self.emb_norm = nn.LayerNorm(cfg.d_model, bias=cfg.bias) if cfg.norm == "post" else nn.Identity()
+        self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.final_norm = nn.LayerNorm(cfg.d_model, bias=cfg.bias) if cfg.norm == "pre" else nn.Identity()
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.head.weight = self.tok_emb.weight  # tied: saves vocab·d parameters, standard since Press & Wolf 2017
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        """Normal(0, 0.02); the projections that write into the residual stream get 0.02/√(2·layers)
+        so the residual variance does not grow with depth (GPT-2)."""
+        std = self.cfg.init_std
+        for name, p in self.named_parameters():
+            if p.dim() < 2:
+                continue  # biases, norms and scalar activation parameters keep their own init
+            scaled = name.endswith(("attn.out.weight", "ffn.w_out.weight"))
+            nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * self.cfg.n_layers) if scaled else std)
+        for name, p in self.named_parameters():
+            if name.endswith(".bias"):
+                nn.init.zeros_(p)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:  # (B, T) int64
+        T = idx.shape[1]
+        if T > self.cfg.seq_len:
+            raise ConfigError(f"input of length {T} is longer than the position table (model.seq_len={self.cfg.seq_len})")
+        pos = torch.arange(T, device=idx.device)
+        x = self.drop(self.emb_norm(self.tok_emb(idx) + self.pos_emb(pos)))  # (B, T, C)
+        for block in self.blocks:
+            x = block(x)  # (B, T, C)
+        return self.head(self.final_norm(x))  # (B, T, V)
+
+    def ffn_modules(self) -> list[nn.Module]:
+        return [block.ffn for block in self.blocks]
+
+    def num_params(self, ffn_only: bool = False) -> int:
+        """Unique parameters (the tied head counted once); ``ffn_only`` counts the FFN blocks alone."""
+        params = (p for f in self.ffn_modules() for p in f.parameters()) if ffn_only else self.parameters()
+        return sum(p.numel() for p in {id(p): p for p in params}.values())
