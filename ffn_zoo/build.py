@@ -74,4 +74,5 @@ def build_model(model: str = "bert_base", ffn: str = "geglu", **overrides: Any) 
             valid = sorted(set(cfg.model) | set(cfg.ffn))
             raise ConfigError(f"unknown build_model override {key!r}; valid: {', '.join(valid)}")
         OmegaConf.update(cfg, f"{group}.{key}", value)
-    return TransformerLM(model_config(cfg, vocab_size=cfg.data.get("vocab_size")))
+    corpus_vocab = cfg.data.get("vocab_size") if cfg.model.vocab_size is None else None
+    return TransformerLM(model_config(cfg, vocab_size=corpus_vocab))

@@ -1,7 +1,7 @@
 """The FFN zoo: two forms (dense, gated) × the activation table.
 
     dense:  FFN(x) = W_out · act(W_in · x)
-    gated:  FFN(x) = W_out · (act(W_gate · x) ⊙ (W_up · x))     Shazeer 2020, eqs. (5)-(6)
+    gated:  FFN(x) = W_out · (act(W_gate · x) ⊙ (W_up · x))     Shazeer 2020, §2
 
 The activation is applied to the *gate* branch; the *up* (value) branch stays linear.
 Modules take their final hidden width. :func:`gated_hidden_width` is the single place
@@ -50,10 +50,10 @@ FFN_VARIANTS: dict[str, FFNVariant] = {
     "relu2": FFNVariant(False, "relu2", "So et al. 2021, 'Primer: Searching for Efficient Transformers'"),
     # gated — Shazeer 2020, 'GLU Variants Improve Transformer'
     "glu": FFNVariant(True, "sigmoid", "Dauphin et al. 2017, 'Language Modeling with Gated Convolutional Networks'"),
-    "bilinear": FFNVariant(True, "identity", "Mnih & Hinton 2007; Shazeer 2020, eq. (5)"),
-    "reglu": FFNVariant(True, "relu", "Shazeer 2020, 'GLU Variants Improve Transformer', eq. (6)"),
-    "geglu": FFNVariant(True, "gelu", "Shazeer 2020, 'GLU Variants Improve Transformer', eq. (6)"),
-    "swiglu": FFNVariant(True, "silu", "Shazeer 2020, 'GLU Variants Improve Transformer', eq. (6); PaLM, LLaMA"),
+    "bilinear": FFNVariant(True, "identity", "Mnih & Hinton 2007; Shazeer 2020, §2"),
+    "reglu": FFNVariant(True, "relu", "Shazeer 2020, 'GLU Variants Improve Transformer', §2"),
+    "geglu": FFNVariant(True, "gelu", "Shazeer 2020, 'GLU Variants Improve Transformer', §2"),
+    "swiglu": FFNVariant(True, "silu", "Shazeer 2020, 'GLU Variants Improve Transformer', §2; PaLM, LLaMA"),
     "geglu_tanh": FFNVariant(True, "gelu_tanh", "GEGLU with the tanh GELU approximation (as in T5's gated-gelu)"),
 }
 

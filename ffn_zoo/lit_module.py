@@ -8,9 +8,11 @@ from typing import Any, Mapping
 import lightning as L
 import torch
 import torch.nn.functional as F
+from lightning.pytorch.plugins.precision import MixedPrecision
 from torch.optim.lr_scheduler import LambdaLR
 
 from ffn_zoo.model import TransformerLM
+from ffn_zoo.objectives import IGNORE_INDEX, Objective
 from ffn_zoo.optim import build_optimizer, lr_multiplier, warmup_steps_of
 
 
@@ -25,6 +27,7 @@ class LitLM(L.LightningModule):
         max_steps: int,
         optimal_val_loss: float | None = None,
         val_bytes: int | None = None,
+        objective: Objective | None = None,
     ) -> None:
         super().__init__()
         self.model = model
@@ -32,6 +35,7 @@ class LitLM(L.LightningModule):
         self.max_steps = max_steps
         self.optimal_val_loss = optimal_val_loss
         self.val_bytes = val_bytes
+        self.objective = objective or Objective("clm")  # batch -> (inputs, targets); mlm: masked positions only
         self._val_nll = torch.zeros((), dtype=torch.float64)
         self._val_count = torch.zeros((), dtype=torch.float64)
         self.last_val: dict[str, float] = {}
@@ -40,9 +44,13 @@ class LitLM(L.LightningModule):
         return self.model(idx)
 
     def _nll(self, batch: torch.Tensor, reduction: str) -> torch.Tensor:
-        x, y = batch[:, :-1], batch[:, 1:]  # (B, T) inputs, (B, T) next-token targets
+        x, y = self.objective(batch, train=self.training)  # (B, T) inputs, (B, T) targets (IGNORE_INDEX: no loss)
+        return self._loss(x, y, reduction)
+
+    def _loss(self, x: torch.Tensor, y: torch.Tensor, reduction: str) -> torch.Tensor:
         logits = self.model(x)  # (B, T, V)
-        return F.cross_entropy(logits.flatten(0, 1).float(), y.flatten(), reduction=reduction)
+        y = y.flatten()  # (B·T,)
+        return F.cross_entropy(logits.flatten(0, 1).float(), y, reduction=reduction, ignore_index=IGNORE_INDEX)
 
     def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
         loss = self._nll(batch, "mean")
@@ -58,8 +66,9 @@ class LitLM(L.LightningModule):
         self._val_count = torch.zeros((), dtype=torch.float64, device=self.device)
 
     def validation_step(self, batch: torch.Tensor, batch_idx: int) -> None:
-        self._val_nll += self._nll(batch, "sum").double()
-        self._val_count += batch[:, 1:].numel()
+        x, y = self.objective(batch, train=False)  # mlm: the fixed validation masks
+        self._val_nll += self._loss(x, y, "sum").double()
+        self._val_count += (y != IGNORE_INDEX).sum()  # scored tokens: all (clm) or the masked ones (mlm)
 
     def on_validation_epoch_end(self) -> None:
         nll = self.trainer.strategy.reduce(self._val_nll, reduce_op="sum")
@@ -86,3 +95,13 @@ class LitLM(L.LightningModule):
             ),
         )
         return {"optimizer": opt, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+    def configure_gradient_clipping(self, optimizer: Any, gradient_clip_val: Any = None,
+                                    gradient_clip_algorithm: Any = None) -> None:
+        # Lightning's mixed-precision plugin refuses to clip for a fused optimizer, in case a grad scaler
+        # unscales inside step(); bf16-mixed has no scaler, so the gradients are true and we clip them here
+        plugin = self.trainer.precision_plugin
+        if gradient_clip_val and type(plugin) is MixedPrecision and plugin.scaler is None:
+            torch.nn.utils.clip_grad_norm_(self.parameters(), gradient_clip_val)
+            return
+        super().configure_gradient_clipping(optimizer, gradient_clip_val, gradient_clip_algorithm)

@@ -6,6 +6,7 @@ Each run folder holds the TensorBoard events, ``.hydra/`` (the exact config) and
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -20,28 +21,54 @@ import warnings
 import lightning as L
 import torch
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from omegaconf import DictConfig, OmegaConf
 
 from ffn_zoo.build import config_dir, model_config
 from ffn_zoo.callbacks import StepProgressBar, ThroughputMonitor
+from ffn_zoo.checkpoint import check_checkpoint, resolve_ckpt_path
 from ffn_zoo.data import build_corpus
 from ffn_zoo.data.datamodule import LMDataModule
 from ffn_zoo.errors import ConfigError, FFNZooError, UnknownNameError, require_positive
+from ffn_zoo.faults import GracefulStop, NonFiniteGuard, record_failure, reliability_callbacks
 from ffn_zoo.ffn import FFN_VARIANTS, FFNVariant
 from ffn_zoo.flops import gemm_peak_flops, training_flops_per_token
+from ffn_zoo.instruments import build_activation_stats
 from ffn_zoo.lit_module import LitLM
 from ffn_zoo.model import TransformerLM
+from ffn_zoo.objectives import model_vocab_size, prepare_objective
+from ffn_zoo.scale import trainer_kwargs
+
+
+SWEPT_KEYS_ENV = "FFNZOO_SWEPT_KEYS"
+
+
+def swept_keys(argv: list[str]) -> list[str]:
+    """Keys a ``-m`` command line gives several values (``ffn=relu,gelu``, ``seed=range(3)``, ``glob(*)``)."""
+    keys = []
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if sep and not arg.startswith("-") and (re.search(r"^(glob|range|choice)\(", value) or
+                                                   "," in re.sub(r"\[.*?\]|\(.*?\)", "", value)):
+            keys.append(key.lstrip("+~"))
+    return keys
 
 
 def _dirname(overrides: str) -> str:
-    """A run folder name from Hydra's override string: no path separators, bounded length."""
+    """A run folder name from Hydra's override string: in a sweep only the swept keys (what differs between
+    its jobs, e.g. ``ffn=geglu,seed=0``); no path separators; bounded length."""
+    swept = [k for k in os.environ.get(SWEPT_KEYS_ENV, "").split(",") if k]
+    if swept:
+        parts = [p for p in overrides.split(",") if p.split("=", 1)[0] in swept]
+        overrides = ",".join(parts) or overrides
     name = re.sub(r"[/\\]+", "_", overrides) or "default"
-    return name if len(name) <= 120 else name[:110] + f"~{abs(hash(name)) % 10**8:08d}"
+    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    return name if len(name) <= 120 else f"{name[:110]}~{digest}"
 
 
 OmegaConf.register_new_resolver("ffnzoo_dirname", _dirname, replace=True)
-warnings.filterwarnings("ignore", message=r".*(LeafSpec|litlogger|does not have many workers|GPU available).*")
+warnings.filterwarnings("ignore", message=r".*(LeafSpec|litlogger|does not have many workers|GPU available|validated against ConfigStore schema).*")
 
 LOGGERS = ("tensorboard", "csv")
 
@@ -109,18 +136,24 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
 
     corpus = build_corpus(OmegaConf.to_container(cfg.data, resolve=True))
     L.seed_everything(cfg.seed, workers=True, verbose=False)  # init depends on the seed only, not on data prep
-    model = TransformerLM(model_config(cfg, vocab_size=corpus.vocab_size))
-    module = LitLM(model, cfg.optim, cfg.trainer.max_steps, corpus.optimal_val_loss, corpus.val_bytes)
+    corpus, objective = prepare_objective(cfg, corpus)  # clm (default) or mlm; mlm adds the [MASK] id
+    model = TransformerLM(model_config(cfg, vocab_size=model_vocab_size(objective.name, corpus.vocab_size)))
+    module = LitLM(model, cfg.optim, cfg.trainer.max_steps, corpus.optimal_val_loss, corpus.val_bytes, objective)
     datamodule = LMDataModule(corpus, cfg.data.batch_size, cfg.data.val_batch_size, cfg.seed, cfg.impl.num_workers)
+    ckpt_path = resolve_ckpt_path(cfg, run_dir)  # None: a fresh run (checkpoint.py says where "last" looks)
+    resume_step = check_checkpoint(ckpt_path, module, cfg) if ckpt_path else None  # names the first mismatch
+    safety = reliability_callbacks(cfg, run_dir)  # checkpoints, RNG stream, NaN guard, signals (faults.py)
 
     tokens_per_step = cfg.data.batch_size * cfg.data.seq_len
     throughput = ThroughputMonitor(tokens_per_step)
+    act_stats = build_activation_stats(cfg, corpus.val, objective.inputs)  # None when off (instruments.py)
     trainer = L.Trainer(
-        **OmegaConf.to_container(cfg.trainer, resolve=True),
+        **trainer_kwargs(OmegaConf.to_container(cfg.trainer, resolve=True)),  # strategy by name (ffn_zoo.scale)
         precision=cfg.impl.precision,
         gradient_clip_val=cfg.optim.grad_clip or None,
         logger=build_logger(cfg, run_dir),
-        callbacks=[throughput, StepProgressBar(refresh_rate=5)],
+        callbacks=[throughput] + ([StepProgressBar(refresh_rate=5)] if cfg.trainer.enable_progress_bar else [])
+        + ([act_stats] if act_stats else []) + safety,
         default_root_dir=str(run_dir),
         enable_checkpointing=False,
         use_distributed_sampler=False,  # our StepSampler shards the global batch itself
@@ -128,6 +161,8 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     if trainer.is_global_zero:
         for line in describe(cfg, model, corpus.description, str(trainer.strategy.root_device)):
             print(line, flush=True)
+        if ckpt_path:
+            print(f"resume   {ckpt_path} at step {resume_step}", flush=True)
         if cfg.model.name == "bert_base" and trainer.strategy.root_device.type == "cpu":
             tokens = cfg.trainer.max_steps * tokens_per_step
             print(f"note     BERT-base on a CPU: {estimate_cpu_time(model, tokens, cfg.data.seq_len)}; "
@@ -135,8 +170,12 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     if cfg.impl.compile:
         module.model = torch.compile(module.model)
 
-    trainer.fit(module, datamodule=datamodule)
-    if int(cfg.trainer.max_steps) % int(cfg.trainer.val_check_interval):
+    # weights_only: the checkpoint is read with torch.load(weights_only=True), which never runs pickled code
+    trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=True)
+    stop = next(cb for cb in safety if isinstance(cb, GracefulStop))
+    if stop.interrupted(trainer):
+        stop.exit(trainer, run_dir)  # SIGTERM/SIGINT: metrics.json says so, prints the resume command, exits
+    if int(cfg.trainer.max_steps) % int(cfg.trainer.val_check_interval) or not module.last_val:
         trainer.validate(module, datamodule=datamodule, verbose=False)  # always end on a full validation
 
     val = module.last_val
@@ -156,11 +195,15 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         "train_tokens_per_s": throughput.mean_tokens_per_s,
         "flops_per_token": training_flops_per_token(model, cfg.data.seq_len),
         "steps": trainer.global_step,
+        "world_size": trainer.world_size,  # processes (devices × nodes) the global batch was split over
         "seed": cfg.seed,
         "model": cfg.model.name,
         "data": cfg.data.name,
         "wall_s": time.time() - started,
+        "skipped_steps": next(cb for cb in safety if isinstance(cb, NonFiniteGuard)).skipped,
+        "resumed_from": str(ckpt_path) if ckpt_path else None,
     }
+    metrics.update(objective=objective.name, **(act_stats.final_metrics() if act_stats else {}))  # instruments.py
     if trainer.is_global_zero:
         log_hparams(trainer.logger, cfg, metrics)
         (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
@@ -175,7 +218,7 @@ def log_hparams(logger: Logger | None, cfg: DictConfig, metrics: dict[str, Any])
     if logger is None:
         return
     flat = {k: (v if isinstance(v, (int, float, str, bool)) else str(v))
-            for k, v in _flatten(OmegaConf.to_container(cfg, resolve=True)).items()}
+            for k, v in flatten_dict(OmegaConf.to_container(cfg, resolve=True)).items()}
     finals = {f"hp/{k}": v for k, v in metrics.items() if k in ("val_loss", "val_ppl", "val_bpb") and v is not None}
     if isinstance(logger, TensorBoardLogger):
         logger.log_hyperparams(flat, metrics=finals)
@@ -184,11 +227,11 @@ def log_hparams(logger: Logger | None, cfg: DictConfig, metrics: dict[str, Any])
     logger.save()
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten_dict(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
-        out.update(_flatten(v, key + ".") if isinstance(v, dict) else {key: v})
+        out.update(flatten_dict(v, key + ".") if isinstance(v, dict) else {key: v})
     return out
 
 
@@ -203,11 +246,20 @@ def _hydra_task(cfg: DictConfig) -> None:
     except FFNZooError as e:
         # the user's input, not a bug: one line, no traceback; recorded so a sweep goes on
         print(f"error: {e}", file=sys.stderr, flush=True)
-        (run_dir / "metrics.json").write_text(json.dumps({"status": "failed", "error": str(e)}, indent=2) + "\n")
+        record_failure(run_dir, e, with_traceback=False)
+        _failures.append(str(run_dir))
+    except Exception as e:
+        record_failure(run_dir, e, with_traceback=True)  # metrics.json + traceback.txt in the job's folder
+        if HydraConfig.get().mode != RunMode.MULTIRUN:
+            raise  # a single run: a bug keeps its traceback
+        # a sweep goes on with its other jobs; main() exits non-zero at the end
+        print(f"error: job {run_dir.name} crashed ({type(e).__name__}: {e}); traceback in {run_dir / 'traceback.txt'}",
+              file=sys.stderr, flush=True)
         _failures.append(str(run_dir))
 
 
 def main() -> None:
+    os.environ[SWEPT_KEYS_ENV] = ",".join(swept_keys(sys.argv[1:]))
     _hydra_task()
     if _failures:
         if len(_failures) > 1 or os.environ.get("FFNZOO_VERBOSE"):

@@ -33,11 +33,19 @@ TINY = [
 ]
 
 
+def tiny(*extra: str) -> list[str]:
+    """TINY with ``extra`` overrides replacing the same keys (Hydra refuses a key given twice)."""
+    keys = {e.split("=", 1)[0] for e in extra}
+    return [a for a in TINY if a.split("=", 1)[0] not in keys] + list(extra)
+
+
 def run_train(args: list[str], tmp_path: Path, timeout: int = 300, check: bool = True) -> subprocess.CompletedProcess:
     """``python train.py <args>`` in a subprocess, logging under ``tmp_path``."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0"}
+    flags = [a for a in args if a.startswith("-")]  # e.g. -m must come before the overrides
+    overrides = [a for a in args if not a.startswith("-")]
     proc = subprocess.run(
-        [sys.executable, str(REPO / "train.py"), f"log_dir={tmp_path}", *args],
+        [sys.executable, str(REPO / "train.py"), *flags, f"log_dir={tmp_path}", *overrides],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
     )
     if check and proc.returncode != 0:

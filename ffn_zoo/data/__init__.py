@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from ffn_zoo.data.blocks import Corpus
+from ffn_zoo.data.c4 import build_c4
+from ffn_zoo.data.text import build_text
 from ffn_zoo.data.toy import ToyHMM, toy_splits
 from ffn_zoo.errors import UnknownNameError
 
@@ -23,8 +25,15 @@ def build_toy(cfg: Mapping[str, Any]) -> Corpus:
     )
 
 
-# name -> builder; later corpora (C4, local text, ...) register here
-CORPORA: dict[str, Callable[[Mapping[str, Any]], Corpus]] = {"toy": build_toy}
+# name -> builder. Real text: C4 (hub stream or local shards), local text files and their presets.
+CORPORA: dict[str, Callable[[Mapping[str, Any]], Corpus]] = {
+    "toy": build_toy,
+    "c4": build_c4,
+    "text": build_text,
+    "tinyshakespeare": build_text,
+    "wikitext2": build_text,
+    "wikitext103": build_text,
+}
 
 
 def build_corpus(cfg: Mapping[str, Any]) -> Corpus:

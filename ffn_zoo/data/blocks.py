@@ -10,13 +10,17 @@ with the same seed sees the same data in the same order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
 from ffn_zoo.errors import DataError
+
+if TYPE_CHECKING:
+    from ffn_zoo.data.stream import TokenStream
+    from ffn_zoo.data.tokenizer import Tokenizer
 
 
 @dataclass
@@ -25,31 +29,38 @@ class Corpus:
 
     name: str
     vocab_size: int
-    train: np.ndarray  # (N, seq_len + 1) token ids
+    train: np.ndarray | None  # (N, seq_len + 1) token ids; None when training streams (train_stream)
     val: np.ndarray  # (M, seq_len + 1) token ids, identical for every variant and seed
     optimal_val_loss: float | None = None  # Bayes-optimal nats/token on val, when the generator is known
-    val_bytes: int | None = None  # UTF-8 bytes of the validation text, for bits-per-byte
+    val_bytes: int | None = None  # UTF-8 bytes of the text whose tokens val scores, for bits-per-byte
     description: str = ""
+    train_stream: TokenStream | None = None  # an endless packed stream instead of train blocks (hub C4)
+    tokenizer: Tokenizer | None = None  # real text: what made the ids (None for the toy corpus)
 
     def __post_init__(self) -> None:
+        if (self.train is None) == (self.train_stream is None):
+            raise DataError(f"{self.name}: give exactly one of train blocks and a train stream")
         for split in ("train", "val"):
             blocks = getattr(self, split)
-            if blocks.ndim != 2 or len(blocks) == 0:
+            if blocks is not None and (blocks.ndim != 2 or len(blocks) == 0):
                 raise DataError(f"{self.name}: the {split} split holds no complete block of seq_len + 1 tokens")
-        top = int(max(self.train.max(), self.val.max()))
+        top = int(max(self.train.max() if self.train is not None else 0, self.val.max()))
         if top >= self.vocab_size:
             raise DataError(f"{self.name}: token id {top} is outside the vocabulary of {self.vocab_size}")
 
     @property
     def seq_len(self) -> int:
-        return self.train.shape[1] - 1
+        return self.val.shape[1] - 1
 
 
 class Blocks(Dataset):
     """Indexed by a *list* of rows, so one fancy-index builds a whole batch (no per-sample collate)."""
 
     def __init__(self, blocks: np.ndarray) -> None:
-        self.blocks = torch.from_numpy(np.ascontiguousarray(blocks))
+        blocks = np.ascontiguousarray(blocks)
+        if not blocks.flags.writeable:  # a read-only view of a packed stream (or a memmap): own a copy
+            blocks = blocks.copy()
+        self.blocks = torch.from_numpy(blocks)
 
     def __len__(self) -> int:
         return len(self.blocks)

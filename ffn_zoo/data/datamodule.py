@@ -1,7 +1,12 @@
-"""LightningDataModule over a :class:`Corpus`: step-indexed training batches, the whole fixed validation split."""
+"""LightningDataModule over a :class:`Corpus`: step-indexed training batches, the whole fixed validation split.
+
+Finite corpora sample blocks with :class:`StepSampler`; a streamed corpus (hub C4) packs its
+stream in one background DataLoader worker. Either way batch k depends on (seed, k) only.
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import lightning as L
@@ -9,6 +14,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from ffn_zoo.data.blocks import Blocks, Corpus, StepSampler
+from ffn_zoo.data.stream import StreamBatches
 
 
 class LMDataModule(L.LightningDataModule):
@@ -17,10 +23,18 @@ class LMDataModule(L.LightningDataModule):
         self.corpus, self.batch_size, self.val_batch_size = corpus, batch_size, val_batch_size
         self.seed, self.num_workers = seed, num_workers
         self.sampler: StepSampler | None = None
+        self.stream: StreamBatches | None = None  # set instead of the sampler for a streamed corpus
 
     def train_dataloader(self) -> DataLoader:
         rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer is not None else (0, 1)
         start = self.trainer.global_step if self.trainer is not None else 0  # resume at the exact next batch
+        if self.corpus.train_stream is not None:
+            self.stream = StreamBatches(self.corpus.train_stream, self.batch_size, self.seed, rank, world)
+            self.stream.start_step = start
+            # one worker: a second would repeat the stream; the parent tokenized validation with the Rust
+            # thread pool, which must not be used across fork (tokenizers would warn and disable it anyway)
+            os.environ["TOKENIZERS_PARALLELISM"] = "false"
+            return DataLoader(self.stream, batch_size=None, num_workers=1, prefetch_factor=8)
         self.sampler = StepSampler(len(self.corpus.train), self.batch_size, self.seed, rank, world)
         self.sampler.start_step = start
         return DataLoader(

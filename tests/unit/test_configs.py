@@ -10,7 +10,9 @@ import torch
 from ffn_zoo.build import CONFIG_DIR, compose, model_config
 from ffn_zoo.data import CORPORA, build_corpus
 from ffn_zoo.model import TransformerLM
+from ffn_zoo.errors import ConfigError
 from ffn_zoo.optim import build_optimizer
+from ffn_zoo.scale import trainer_kwargs
 from ffn_zoo.train import build_logger
 
 OPTIONS = sorted(
@@ -41,7 +43,12 @@ def test_option_composes_and_instantiates(group: str, option: str, tmp_path: Pat
     trainer_args = set(inspect.signature(L.Trainer).parameters)
     assert set(cfg.trainer) <= trainer_args, f"not Trainer arguments: {set(cfg.trainer) - trainer_args}"
     if cfg.trainer.accelerator in ("cpu", "auto") and group == "trainer":
-        L.Trainer(**{**cfg.trainer, "logger": False, "default_root_dir": str(tmp_path)})
+        args = {**cfg.trainer, "logger": False, "default_root_dir": str(tmp_path)}
+        if cfg.trainer.get("strategy") == "fsdp" and not torch.cuda.is_available():
+            with pytest.raises(ConfigError, match="fsdp needs GPUs"):  # one line, not Lightning's traceback
+                trainer_kwargs(args)
+        else:
+            L.Trainer(**trainer_kwargs(args))
 
     if group == "data" and cfg.data.name == "toy":
         small = {**cfg.data, "train_tokens": 4096, "val_tokens": 512}

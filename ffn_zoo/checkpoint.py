@@ -1,0 +1,295 @@
+"""Checkpoints: what they hold, how they are written (atomically) and how a resume finds and checks one.
+
+A checkpoint is Lightning's full training state (weights, optimizer, LR schedule, loop counters)
+plus the training RNG stream and the run's config. The data position needs nothing extra: batch k
+is a pure function of (seed, k) (``StepSampler``), and the sampler starts at the restored step.
+
+Loading never runs pickled code: every load here and in ``trainer.fit`` uses ``torch.load(...,
+weights_only=True)``, which only rebuilds tensors and plain containers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from lightning.pytorch.trainer.states import TrainerFn
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from ffn_zoo.errors import FFNZooError
+
+CKPT_DIR = "checkpoints"  # inside the run folder
+RUN_NAME = re.compile(r"\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_(?P<overrides>.*)")  # hydra.run.dir's <time>_<overrides>
+# settings a resumed run must share with its checkpoint: the network, the corpus and the data order
+MUST_MATCH = ("model", "ffn", "data", "seed")
+MAY_DIFFER = {"data.val_batch_size", "data.num_workers", "data.cache_dir"}  # where or how fast, not what
+
+
+class CheckpointError(FFNZooError):
+    """``ckpt_path`` is missing, unreadable, or from another model; the message names the file."""
+
+
+# ---------------------------------------------------------------------------- writing
+
+
+class Checkpointing(L.Callback):
+    """``last.ckpt`` every ``every_n_steps`` and at the end, ``best.ckpt`` at each new best ``val/loss``.
+
+    Writes go to a temporary file that is then renamed over the old one, so a crash mid-write
+    leaves the previous checkpoint intact; a state with non-finite weights is never written.
+    """
+
+    def __init__(self, ckpt_dir: Path, every_n_steps: int | None, save_last: bool = True, save_best: bool = True,
+                 config: dict[str, Any] | None = None) -> None:
+        self.dir, self.every_n_steps = Path(ckpt_dir), every_n_steps
+        self.save_last, self.save_best = save_last, save_best
+        self.config = config or {}
+        self.best_val, self.best_step = math.inf, -1
+        self.last_good: tuple[Path, int] | None = None  # (path, step) of the newest checkpoint written or resumed from
+        self._saved_step = -1
+
+    def save(self, trainer: L.Trainer, name: str) -> Path:
+        path = self.dir / name
+        bad = next((n for n, p in trainer.lightning_module.named_parameters() if not torch.isfinite(p).all()), None)
+        if bad is not None:  # the guard stops NaN updates first; this is the last line of defence
+            raise FFNZooError(f"not saving {path}: parameter {bad} is non-finite at step {trainer.global_step}; "
+                              f"the last good checkpoint is {self.describe_last_good()}")
+        tmp = path.with_name(f".{name}.tmp{os.getpid()}")
+        try:
+            trainer.save_checkpoint(tmp, weights_only=False)  # the full training state; every rank calls it
+            if trainer.is_global_zero:
+                with open(tmp, "rb") as f:
+                    os.fsync(f.fileno())  # the bytes are on disk before the rename makes them "the" checkpoint
+                os.replace(tmp, path)  # atomic on POSIX: readers see the old file or the new one, never half
+        finally:
+            tmp.unlink(missing_ok=True)  # a failed write leaves only the previous checkpoint
+        trainer.strategy.barrier("ffnzoo-checkpoint")
+        return path
+
+    def save_last_now(self, trainer: L.Trainer) -> Path:
+        if self._saved_step != trainer.global_step:
+            self.save(trainer, "last.ckpt")
+            self._saved_step = trainer.global_step
+            self.last_good = (self.dir / "last.ckpt", trainer.global_step)
+        return self.dir / "last.ckpt"
+
+    def describe_last_good(self) -> str:
+        if self.last_good is None:
+            return "none (no checkpoint was written)"
+        return f"{self.last_good[0]} (step {self.last_good[1]})"
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.ckpt_path:  # resumed: until a new one is written, that checkpoint is the last good one
+            self.last_good = (Path(trainer.ckpt_path), trainer.global_step)
+
+    def on_train_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
+        if self.save_last and self.every_n_steps and trainer.global_step % self.every_n_steps == 0:
+            self.save_last_now(trainer)
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.save_last:
+            self.save_last_now(trainer)
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not self.save_best or trainer.sanity_checking or trainer.state.fn != TrainerFn.FITTING:
+            return  # only validations inside fit: a stand-alone validate() has no optimizer state to save
+        val = trainer.callback_metrics.get("val/loss")
+        if val is not None and math.isfinite(float(val)) and float(val) < self.best_val:
+            self.best_val, self.best_step = float(val), trainer.global_step
+            self.save(trainer, "best.ckpt")
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
+        checkpoint["ffn_zoo"] = {"config": self.config}  # plain containers: loadable with weights_only=True
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best_val": self.best_val, "best_step": self.best_step}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.best_val, self.best_step = state["best_val"], state["best_step"]
+
+
+# ---------------------------------------------------------------------------- RNG
+
+
+def rng_state(device: torch.device | None = None) -> dict[str, Any]:
+    """torch, CUDA (``device``), numpy and python generator states, as tensors and plain containers."""
+    _, key, pos, has_gauss, gauss = np.random.get_state(legacy=True)
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(), "python": random.getstate(),
+        "numpy": {"key": key.tolist(), "pos": int(pos), "has_gauss": int(has_gauss), "gauss": float(gauss)},
+    }
+    if device is not None and device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def set_rng_state(state: dict[str, Any], device: torch.device | None = None) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    n = state["numpy"]
+    np.random.set_state(("MT19937", np.array(n["key"], dtype=np.uint32), n["pos"], n["has_gauss"], n["gauss"]))
+    if "cuda" in state and device is not None and device.type == "cuda":
+        torch.cuda.set_rng_state(state["cuda"], device)
+
+
+class TrainRNG(L.Callback):
+    """Training steps draw from their own RNG stream (dropout masks, ...), saved in every checkpoint.
+
+    Why a separate stream: DataLoader iterators and validation also draw from the global
+    generators, at points that differ between an uninterrupted run and a resumed one; with the
+    training draws isolated, the resumed run continues the exact same stream.
+    """
+
+    def __init__(self) -> None:
+        self._train: dict[str, Any] | None = None
+        self._outside: dict[str, Any] | None = None
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self._train is None:  # a fresh run continues from the seeded global state
+            self._train = rng_state(pl_module.device)
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
+        self._outside = rng_state(pl_module.device)
+        set_rng_state(self._train, pl_module.device)
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
+        self._train = rng_state(pl_module.device)
+        set_rng_state(self._outside, pl_module.device)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"train_rng": self._train} if self._train is not None else {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._train = state.get("train_rng")
+
+
+# ---------------------------------------------------------------------------- finding and checking
+
+
+def _overrides_name(cfg: DictConfig) -> str:
+    """This run's folder suffix (its overrides, without ckpt_path): what ``ckpt_path=last`` matches."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from ffn_zoo.train import _dirname
+
+    return _dirname(HydraConfig.get().job.override_dirname) if HydraConfig.initialized() else "default"
+
+
+def find_last(log_dir: Path, overrides_name: str, exclude: Path | None = None) -> Path | None:
+    """The newest ``checkpoints/last.ckpt`` of a run or sweep job under ``log_dir`` with the same overrides."""
+    found = []
+    for ckpt in [*log_dir.glob(f"runs/*/{CKPT_DIR}/last.ckpt"), *log_dir.glob(f"multiruns/*/*/{CKPT_DIR}/last.ckpt")]:
+        run = ckpt.parent.parent
+        m = RUN_NAME.fullmatch(run.name)
+        name = m["overrides"] if run.parent.name == "runs" and m else run.name
+        if name == overrides_name and (exclude is None or run.resolve() != exclude.resolve()):
+            found.append(ckpt)
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+
+
+def resolve_ckpt_path(cfg: DictConfig, run_dir: Path) -> Path | None:
+    """``ckpt_path``: null (fresh run), ``last`` (newest run with the same overrides), a run folder or a file."""
+    value = cfg.get("ckpt_path")
+    if value is None or value == "":
+        return None
+    if str(value) == "last":
+        name = _overrides_name(cfg)
+        path = find_last(Path(cfg.log_dir), name, exclude=run_dir)
+        if path is None:
+            raise CheckpointError(
+                f"ckpt_path=last: no run under {cfg.log_dir} with the overrides '{name}' has {CKPT_DIR}/last.ckpt; "
+                f"pass ckpt_path=<run folder or .ckpt file>, or drop ckpt_path to start afresh")
+        return path
+    path = Path(str(value)).expanduser()
+    if path.is_dir():
+        for candidate in (path / CKPT_DIR / "last.ckpt", path / "last.ckpt"):
+            if candidate.is_file():
+                return candidate
+        raise CheckpointError(f"ckpt_path={value}: the folder holds no {CKPT_DIR}/last.ckpt")
+    if not path.is_file():
+        raise CheckpointError(f"ckpt_path={value}: no such file or folder; valid: last, a run folder, or a .ckpt file")
+    return path
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """Read a checkpoint without running pickled code; a user-facing error if it is not a readable one."""
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as e:  # truncated zip, not a torch file, or objects weights_only refuses to rebuild
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0].split(". ")[0][:120]  # torch's first sentence
+        if "Weights only load failed" in str(e):
+            first = "it holds pickled objects that weights_only loading refuses to run"
+        elif "mmap can only be used" in str(e):
+            first = "not a zip-format torch file"
+        raise CheckpointError(f"ckpt_path={path} is not a readable checkpoint ({first}); "
+                              f"it may be truncated or another kind of file") from None
+    if not isinstance(ckpt, dict) or "state_dict" not in ckpt or "global_step" not in ckpt:
+        raise CheckpointError(f"ckpt_path={path} is not an ffn-zoo training checkpoint (no state_dict/global_step)")
+    return ckpt
+
+
+def _first_difference(saved: Any, current: Any, prefix: str) -> tuple[str, Any, Any] | None:
+    if isinstance(saved, dict) and isinstance(current, dict):
+        for key in sorted(set(saved) | set(current)):
+            name = f"{prefix}.{key}" if prefix else key
+            if name in MAY_DIFFER:
+                continue
+            diff = _first_difference(saved.get(key, "<unset>"), current.get(key, "<unset>"), name)
+            if diff:
+                return diff
+        return None
+    return None if saved == current else (prefix, saved, current)
+
+
+def check_checkpoint(path: Path, module: L.LightningModule, cfg: DictConfig) -> int:
+    """Check that ``path`` fits this model and run; return its step. Names the first mismatch."""
+    ckpt = load_checkpoint(path)
+    saved = ckpt["state_dict"]
+    expected = module.state_dict()
+    for key, tensor in expected.items():
+        if key in saved and tuple(saved[key].shape) != tuple(tensor.shape):
+            raise CheckpointError(
+                f"ckpt_path={path} is from another model: {key} has shape {tuple(saved[key].shape)} in the checkpoint "
+                f"but {tuple(tensor.shape)} in this model (model={cfg.model.name}, ffn={cfg.ffn.name})")
+    missing = [k for k in expected if k not in saved]
+    extra = [k for k in saved if k not in expected]
+    this_run = f"(this run: model={cfg.model.name}, ffn={cfg.ffn.name})"
+    if missing:
+        instead = f"; it has {extra[0]} {tuple(saved[extra[0]].shape)} instead" if extra else ""
+        raise CheckpointError(f"ckpt_path={path} is from another model: it lacks {missing[0]} "
+                              f"{tuple(expected[missing[0]].shape)}{instead} {this_run}")
+    if extra:
+        raise CheckpointError(f"ckpt_path={path} is from another model: it has {extra[0]} "
+                              f"{tuple(saved[extra[0]].shape)}, which this model lacks {this_run}")
+    config = ckpt.get("ffn_zoo", {}).get("config") or {}
+    current = OmegaConf.to_container(cfg, resolve=True)
+    diff = _first_difference({k: config.get(k) for k in MUST_MATCH if k in config},
+                             {k: current.get(k) for k in MUST_MATCH if k in config}, "")
+    if diff:
+        raise CheckpointError(f"ckpt_path={path} was trained with {diff[0]}={diff[1]} but this run has "
+                              f"{diff[0]}={diff[2]}; resume with the checkpoint's settings")
+    return int(ckpt["global_step"])
+
+
+def resume_command(ckpt: Path) -> str:
+    """The exact command line that resumes this run from ``ckpt``."""
+    from hydra.core.hydra_config import HydraConfig
+
+    args: list[str] = []
+    if HydraConfig.initialized():
+        args = [a for a in HydraConfig.get().overrides.task if not a.split("=")[0].lstrip("+~") in
+                ("ckpt_path", "debug.kill_at_step")]
+    script = os.path.basename(sys.argv[0]) if sys.argv else ""
+    # an installed entry point (ffn-zoo-train) is run by its name; anything else as the repo's train.py
+    prog = [script] if script and not script.endswith(".py") and "pytest" not in script else ["python", "train.py"]
+    # quoted for Hydra too: a run folder name holds "," and "=", which an unquoted override value may not
+    return shlex.join([*prog, *args, f'ckpt_path="{ckpt.resolve()}"'])

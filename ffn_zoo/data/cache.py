@@ -1,0 +1,93 @@
+"""On-disk cache for trained tokenizers and packed token streams.
+
+Everything is keyed by a fingerprint of what produced it (the input files' identity, size and
+mtime; the tokenizer; the settings), so a sweep tokenizes once and every variant and seed reuses
+it, and any change to the inputs or settings lands under a new key. Files are written to a
+temporary name and renamed into place, so an interrupted run never leaves a half-written entry;
+``meta.json`` is written last and marks an entry complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+DEFAULT_ROOT = ".cache/ffn_zoo"  # relative to the working directory; .cache/ is git-ignored
+FORMAT_VERSION = 1  # bump when the packing or the cache layout changes
+
+
+def cache_root(setting: str | None = None) -> Path:
+    """The cache folder: the setting if given, else $FFNZOO_CACHE, else .cache/ffn_zoo."""
+    return Path(setting or os.environ.get("FFNZOO_CACHE") or DEFAULT_ROOT).expanduser()
+
+
+def fingerprint(*parts: Any) -> str:
+    """A short stable hash of JSON-serialisable parts."""
+    blob = json.dumps([FORMAT_VERSION, *parts], sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def file_identity(paths: Iterable[Path]) -> list[tuple[str, int, int]]:
+    """(absolute path, size, mtime in ns) per file: cheap to compute, changes whenever a file is rewritten."""
+    out = []
+    for p in paths:
+        st = p.stat()
+        out.append((str(p.resolve()), st.st_size, st.st_mtime_ns))
+    return out
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file in the same folder and an atomic rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _atomic_save_npy(path: Path, array: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, array)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class TokenCache:
+    """One cache entry: named 1-D token arrays (``<name>.npy``) plus ``meta.json``."""
+
+    def __init__(self, root: Path, key: str) -> None:
+        self.dir = root / "tokens" / key
+
+    def load(self, names: Iterable[str]) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
+        """The arrays (memory-mapped) and metadata, or None when the entry is absent or incomplete."""
+        meta_path = self.dir / "meta.json"
+        if not meta_path.is_file():
+            return None
+        try:
+            meta = json.loads(meta_path.read_text())
+            arrays = {n: np.load(self.dir / f"{n}.npy", mmap_mode="r") for n in names}
+        except (OSError, ValueError):
+            return None  # unreadable entry: rebuild it rather than fail
+        return arrays, meta
+
+    def save(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        for name, array in arrays.items():
+            _atomic_save_npy(self.dir / f"{name}.npy", array)
+        atomic_write(self.dir / "meta.json", json.dumps(meta, indent=2).encode())  # last: marks it complete

@@ -1,0 +1,148 @@
+"""Exact resume: a run SIGKILLed after step N's checkpoint and resumed to 2N ends bitwise where an
+uninterrupted run ends; the same seed twice gives the same metrics.json. CPU, 1 thread, model=tiny."""
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.conftest import REPO, run_train, tiny
+
+pytestmark = pytest.mark.smoke
+
+# dropout > 0 so that a resume is exact only if the training RNG stream is restored too
+ARGS = tiny("trainer.max_steps=20", "trainer.val_check_interval=10", "checkpoint.every_n_steps=5", "model.dropout=0.1")
+TIMING = {"wall_s", "train_tokens_per_s", "resumed_from"}  # may differ between identical runs
+
+
+def only_run(root: Path) -> Path:
+    (run_dir,) = [p for p in root.glob("runs/*") if p.is_dir()]
+    return run_dir
+
+
+def results(run_dir: Path) -> dict:
+    m = json.loads((run_dir / "metrics.json").read_text())
+    return {k: v for k, v in m.items() if k not in TIMING}
+
+
+def assert_same_state(a: Path, b: Path) -> None:
+    """Weights, optimizer moments and step of two checkpoints, bitwise."""
+    ca, cb = (torch.load(p, map_location="cpu", weights_only=True) for p in (a, b))
+    assert ca["global_step"] == cb["global_step"]
+    assert ca["state_dict"].keys() == cb["state_dict"].keys()
+    for k, v in ca["state_dict"].items():
+        assert torch.equal(v, cb["state_dict"][k]), f"{k} differs"
+    states_a, states_b = ca["optimizer_states"][0]["state"], cb["optimizer_states"][0]["state"]
+    assert states_a.keys() == states_b.keys()
+    for ka, sa in states_a.items():
+        sb = states_b[ka]
+        for name in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(sa[name], sb[name]), f"optimizer state {ka}.{name} differs"
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("a")
+    run_train(ARGS, root)
+    return only_run(root)
+
+
+def test_same_seed_twice_gives_identical_metrics(uninterrupted: Path, tmp_path: Path) -> None:
+    run_train(ARGS, tmp_path)
+    again = only_run(tmp_path)
+    assert results(again) == results(uninterrupted)
+    assert_same_state(uninterrupted / "checkpoints/last.ckpt", again / "checkpoints/last.ckpt")
+
+
+def test_sigkill_then_resume_is_bitwise_exact(uninterrupted: Path, tmp_path: Path) -> None:
+    killed = run_train([*ARGS, "debug.kill_at_step=10"], tmp_path, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    run_b = only_run(tmp_path)
+    assert not (run_b / "metrics.json").exists()  # it really died mid-run
+    assert torch.load(run_b / "checkpoints/last.ckpt", weights_only=True)["global_step"] == 10
+
+    resumed = run_train([*ARGS, "ckpt_path=last"], tmp_path)  # the newest run with the same overrides: run B
+    assert f"resume   {run_b / 'checkpoints/last.ckpt'} at step 10" in resumed.stdout
+    (run_c,) = [p for p in tmp_path.glob("runs/*") if p != run_b]
+    assert results(run_c) == results(uninterrupted)  # val loss, tokens seen, steps, ... identical
+    assert json.loads((run_c / "metrics.json").read_text())["resumed_from"] == str(run_b / "checkpoints/last.ckpt")
+    assert_same_state(uninterrupted / "checkpoints/last.ckpt", run_c / "checkpoints/last.ckpt")
+
+
+@pytest.mark.slow
+def test_external_sigkill_at_a_random_moment_then_resume(uninterrupted: Path, tmp_path: Path) -> None:
+    """The kill comes from outside, whenever a checkpoint exists, possibly mid-write of the next one."""
+    args = tiny("trainer.max_steps=20", "trainer.val_check_interval=10", "checkpoint.every_n_steps=1",
+                "model.dropout=0.1")  # a checkpoint every step: a kill is likely to land mid-write
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, str(REPO / "train.py"), f"log_dir={tmp_path}", *args], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not list(tmp_path.glob("runs/*/checkpoints/last.ckpt")) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    run_b = only_run(tmp_path)
+    run_train([*args, f'ckpt_path="{run_b}"'], tmp_path)  # quoted: the folder name holds "," and "="
+    (run_c,) = [p for p in tmp_path.glob("runs/*") if p != run_b]
+    assert results(run_c) == results(uninterrupted)
+    assert_same_state(uninterrupted / "checkpoints/last.ckpt", run_c / "checkpoints/last.ckpt")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_saves_a_checkpoint_and_prints_the_resume_command(sig: signal.Signals, tmp_path: Path) -> None:
+    args = tiny("trainer.max_steps=100000", "checkpoint.every_n_steps=20", "data.train_tokens=8192",
+                "data.val_tokens=1024", "data.batch_size=4")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    with open(tmp_path / "stderr.txt", "w") as err:
+        proc = subprocess.Popen([sys.executable, str(REPO / "train.py"), f"log_dir={tmp_path}", *args], cwd=REPO,
+                                env=env, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.time() + 120
+        while not list(tmp_path.glob("runs/*/checkpoints/last.ckpt")) and time.time() < deadline:
+            time.sleep(0.05)  # a first checkpoint: training (and our signal handling) is under way
+        proc.send_signal(sig)
+        assert proc.wait(timeout=120) == 128 + sig
+    stderr = (tmp_path / "stderr.txt").read_text()
+    assert "Traceback" not in stderr
+    run_dir = only_run(tmp_path)
+    m = json.loads((run_dir / "metrics.json").read_text())
+    assert m["status"] == "interrupted" and m["signal"] == sig.name
+    ckpt = run_dir / "checkpoints" / "last.ckpt"
+    step = torch.load(ckpt, weights_only=True)["global_step"]
+    assert step == m["steps"] and step >= 20
+    assert f"stopped  {sig.name} at step {step}; checkpoint {ckpt}" in stderr
+    command = stderr.split("resume   ")[1].splitlines()[0]
+    assert command == m["resume"] and command.startswith("python train.py ") and "ckpt_path=" in command
+    if sig == signal.SIGTERM:  # the printed command resumes (here for 2 more steps)
+        resume = [a if not a.startswith("trainer.max_steps=") else f"trainer.max_steps={step + 2}"
+                  for a in shlex.split(command)[2:] if not a.startswith("log_dir=")]
+        proc = run_train(resume, tmp_path)
+        assert f"resume   {ckpt} at step {step}" in proc.stdout
+        (done,) = [p for p in tmp_path.glob("runs/*/metrics.json") if p.parent != run_dir]
+        assert json.loads(done.read_text())["steps"] == step + 2
+
+
+@pytest.mark.slow
+@pytest.mark.data
+def test_resume_on_a_finite_text_corpus_is_exact(shared_data: Path, tmp_path: Path) -> None:
+    """The same SIGKILL-and-resume on real text (Tiny Shakespeare, byte tokens, read back from the corpus cache)."""
+    args = ["model=tiny", "data=tinyshakespeare", f"data.train={shared_data / 'tinyshakespeare/input.txt'}",
+            "tokenizer=bytes", f"data.cache_dir={tmp_path / 'cache'}", "data.val_tokens=4096", "data.batch_size=8",
+            "trainer.max_steps=12", "trainer.val_check_interval=6", "trainer.log_every_n_steps=3",
+            "checkpoint.every_n_steps=3", "model.dropout=0.1", "trainer.enable_progress_bar=false", "impl.threads=1"]
+    run_train(args, tmp_path / "a")
+    run_a = only_run(tmp_path / "a")
+    assert run_train([*args, "debug.kill_at_step=6"], tmp_path / "b", check=False).returncode == -signal.SIGKILL
+    run_b = only_run(tmp_path / "b")
+    run_train([*args, "ckpt_path=last"], tmp_path / "b")
+    (run_c,) = [p for p in (tmp_path / "b").glob("runs/*") if p != run_b]
+    assert results(run_c) == results(run_a)
+    assert_same_state(run_a / "checkpoints/last.ckpt", run_c / "checkpoints/last.ckpt")

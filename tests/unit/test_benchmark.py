@@ -1,0 +1,65 @@
+"""scripts/benchmark.py runs a tiny configuration end to end and reports well-formed rows (no timing asserts)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location("ffnzoo_benchmark", REPO / "scripts" / "benchmark.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+TINY = ["--model", "tiny", "--seq", "16", "--batch", "2", "--vocab", "256", "--repeats", "2", "--steps", "1",
+        "--warmup", "1", "--threads", "1", "--device", "cpu"]
+
+
+def _check_row(row: dict, impl: str) -> None:
+    assert row["impl"] == impl and row["model"] == "tiny"
+    assert len(row["repeats"]) == 2 and all(t > 0 for t in row["repeats"])
+    assert row["tokens_per_s"] > 0 and math.isfinite(row["mfu"]) and row["mfu"] > 0
+    assert row["flops_per_token"] > 0 and row["gemm_peak_flops"] > 0
+    assert len(row["load_1min"]) == 2
+
+
+def test_benchmark_ours_and_hf_peer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("transformers")
+    out = tmp_path / "bench.jsonl"
+    rows = _benchmark().main([*TINY, "--ffn", "gelu", "geglu", "--precision", "32-true", "bf16-mixed",
+                              "--peer", "hf", "--json", str(out)])
+    assert [(r["ffn"], r["precision"], r["impl"]) for r in rows] == [
+        (f, p, i) for f in ("gelu", "geglu") for p in ("32-true", "bf16-mixed") for i in ("ours", "hf")
+    ]
+    for row in rows:
+        _check_row(row, row["impl"])
+        if row["impl"] == "ours":
+            assert row["vs_hf"] > 0 and 0 <= row["data_share"] < 1
+        else:
+            assert row["vs_ours"] > 0
+    # same shape, same FLOP convention: within the few bias/LayerNorm parameters HF has and we do not
+    gelu_ours, gelu_hf = rows[0], rows[1]
+    assert gelu_hf["flops_per_token"] == pytest.approx(gelu_ours["flops_per_token"], rel=0.05)
+
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines == json.loads(json.dumps(rows))  # the file holds one JSON line per table row
+    printed = capsys.readouterr().out
+    assert "tok/s" in printed and printed.count("\njson ") == len(rows)
+
+
+def test_benchmark_trainer_mode(tmp_path: Path) -> None:
+    """--trainer times the real train.py path (Lightning, logger, callbacks) beside the bare step."""
+    rows = _benchmark().main([*TINY, "--ffn", "gelu", "--trainer", "--trainer-steps", "8"])
+    assert [r["impl"] for r in rows] == ["ours", "trainer"]
+    _check_row(rows[1], "trainer")
+    assert rows[1]["vs_ours"] > 0

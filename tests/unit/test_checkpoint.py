@@ -1,0 +1,166 @@
+"""Checkpoint writing, finding and loading; the non-finite guard; the security promises of the README."""
+
+import json
+import os
+import random
+import re
+import socket
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from ffn_zoo.checkpoint import CheckpointError, Checkpointing, find_last, load_checkpoint, rng_state, set_rng_state
+from ffn_zoo.errors import FFNZooError
+from ffn_zoo.faults import NonFiniteError, NonFiniteGuard
+from tests.unit.test_bad_inputs import train
+
+PACKAGE = Path(__file__).resolve().parents[2] / "ffn_zoo"
+
+
+def fake_trainer(module: torch.nn.Module, write) -> SimpleNamespace:  # what Checkpointing.save uses of a Trainer
+    return SimpleNamespace(lightning_module=module, global_step=3, is_global_zero=True, save_checkpoint=write,
+                           strategy=SimpleNamespace(barrier=lambda *a: None))
+
+
+def test_a_crash_mid_write_leaves_the_previous_checkpoint(tmp_path: Path) -> None:
+    module = torch.nn.Linear(2, 2)
+    ckpts = Checkpointing(tmp_path, every_n_steps=1)
+    ckpts.save(fake_trainer(module, lambda p, **k: torch.save({"state_dict": {}, "global_step": 1}, p)), "last.ckpt")
+
+    def crash(path: Path, **kwargs) -> None:
+        Path(path).write_bytes(b"PK\x03\x04 half a zip")  # the process dies mid-write
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        ckpts.save(fake_trainer(module, crash), "last.ckpt")
+    assert load_checkpoint(tmp_path / "last.ckpt")["global_step"] == 1  # the old one, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]  # no temporary left behind
+
+
+def test_a_non_finite_state_is_never_written(tmp_path: Path) -> None:
+    module = torch.nn.Linear(2, 2)
+    ckpts = Checkpointing(tmp_path, every_n_steps=1)
+    write = lambda p, **k: torch.save({"state_dict": module.state_dict(), "global_step": 1}, p)  # noqa: E731
+    ckpts.save_last_now(fake_trainer(module, write))
+    good = (tmp_path / "last.ckpt").read_bytes()
+    with torch.no_grad():
+        module.weight[0, 0] = float("nan")
+    trainer = fake_trainer(module, write)
+    trainer.global_step = 4
+    with pytest.raises(FFNZooError, match=r"parameter weight is non-finite at step 4; the last good checkpoint is "
+                                          r".*last.ckpt \(step 3\)"):
+        ckpts.save_last_now(trainer)
+    assert (tmp_path / "last.ckpt").read_bytes() == good
+
+
+def test_rng_state_round_trips_through_a_weights_only_checkpoint(tmp_path: Path) -> None:
+    torch.manual_seed(1), np.random.seed(1), random.seed(1)
+    torch.save({"rng": rng_state()}, tmp_path / "r.ckpt")
+    expected = (torch.rand(3), np.random.rand(3), random.random())
+    torch.manual_seed(2), np.random.seed(2), random.seed(2)
+    set_rng_state(torch.load(tmp_path / "r.ckpt", weights_only=True)["rng"])
+    assert torch.equal(torch.rand(3), expected[0])
+    assert np.array_equal(np.random.rand(3), expected[1]) and random.random() == expected[2]
+
+
+def test_last_is_the_newest_run_with_the_same_overrides(tmp_path: Path) -> None:
+    def make(rel: str, mtime: float) -> Path:
+        p = tmp_path / rel / "checkpoints" / "last.ckpt"
+        p.parent.mkdir(parents=True)
+        p.write_bytes(b"x")
+        os.utime(p, (mtime, mtime))
+        return p
+
+    old = make("runs/2026-01-01_00-00-00_ffn=geglu", 1)
+    new = make("runs/2026-01-02_00-00-00_ffn=geglu", 2)
+    make("runs/2026-01-03_00-00-00_ffn=geglu,seed=1", 3)  # other overrides
+    make("runs/2026-01-04_00-00-00_x_ffn=geglu", 4)  # a suffix match is not a match
+    assert find_last(tmp_path, "ffn=geglu") == new
+    assert find_last(tmp_path, "ffn=geglu", exclude=new.parent.parent) == old
+    job = make("multiruns/2026-01-05_00-00-00/ffn=geglu", 5)  # a sweep job with the same name
+    assert find_last(tmp_path, "ffn=geglu") == job
+    assert find_last(tmp_path, "ffn=relu") is None
+
+
+# ---------------------------------------------------------------------------- non-finite loss / gradients
+
+
+def test_nan_stops_the_run_naming_the_step_and_the_last_good_checkpoint(tmp_path: Path) -> None:
+    with pytest.raises(NonFiniteError, match=r"non-finite loss \(nan\) at step 4 \(the weights were not updated; .*\); "
+                                             r"last good checkpoint: .*run/checkpoints/last.ckpt \(step 2\)"):
+        train(["trainer.max_steps=6", "checkpoint.every_n_steps=2", "debug.inject_nan_at_step=4"], tmp_path)
+    ckpt = torch.load(tmp_path / "run/checkpoints/last.ckpt", weights_only=True)
+    assert ckpt["global_step"] == 2  # not overwritten by the NaN step
+    assert all(torch.isfinite(v).all() for v in ckpt["state_dict"].values())
+
+
+def test_nan_skip_policy_drops_the_update_and_counts_it(tmp_path: Path) -> None:
+    m = train(["trainer.max_steps=6", "trainer.val_check_interval=3", "faults.on_nonfinite=skip",
+               "debug.inject_nan_at_step=4"], tmp_path)
+    assert m["status"] == "ok" and m["steps"] == 6 and m["skipped_steps"] == 1
+    assert np.isfinite(m["val_loss"])
+
+
+def test_a_non_finite_gradient_with_a_finite_loss_is_caught() -> None:
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 1))
+    net(torch.ones(1, 2)).sum().backward()
+    net[1].weight.grad[0, 1] = float("inf")
+    trainer = SimpleNamespace(global_step=6, is_global_zero=True)
+    guard = NonFiniteGuard("stop", checkpoints=None)
+    guard.on_before_backward(trainer, net, torch.tensor(1.0))
+    with pytest.raises(NonFiniteError,
+                       match=r"non-finite gradient of 1.weight at step 7 .* last good checkpoint: none"):
+        guard.on_before_optimizer_step(trainer, net, optimizer=None)
+    net.log = lambda *a, **k: None  # LightningModule.log
+    skip = NonFiniteGuard("skip", checkpoints=None)
+    skip.on_before_backward(trainer, net, torch.tensor(1.0))
+    skip.on_before_optimizer_step(trainer, net, optimizer=None)
+    assert skip.skipped == 1 and all(p.grad is None for p in net.parameters())  # the optimizer will not step
+
+
+# ---------------------------------------------------------------------------- security
+
+
+class RunsCode:
+    def __reduce__(self):  # unpickling this calls os.system: what weights_only loading must refuse
+        return (os.system, ("touch PWNED",))
+
+
+def test_loading_never_runs_pickled_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    evil = tmp_path / "evil.ckpt"
+    torch.save({"state_dict": {}, "global_step": 0, "payload": RunsCode()}, evil)
+    with pytest.raises(CheckpointError, match="pickled objects that weights_only loading refuses"):
+        load_checkpoint(evil)
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_no_eval_exec_or_unsafe_load_in_the_package() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        src = path.read_text()
+        assert not re.search(r"(?<![.\w])(eval|exec)\(", src), f"{path} evals"
+        assert "weights_only=False" not in src.replace("save_checkpoint(tmp, weights_only=False)", ""), path
+        for call in re.findall(r"torch\.load\([^)]*\)", src):
+            assert "weights_only=True" in call, f"{path}: {call}"
+        assert "pickle.load" not in src, path
+
+
+def test_a_toy_run_makes_no_network_connection_and_writes_only_its_run_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"network access: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    m = train(["trainer.max_steps=2"], tmp_path / "logs")
+    assert m["status"] == "ok"
+    assert list(cwd.iterdir()) == []  # nothing written where the command was started
+    assert [p.name for p in (tmp_path / "logs").iterdir()] == ["run"]
+    assert json.loads((tmp_path / "logs/run/metrics.json").read_text())["status"] == "ok"

@@ -1,0 +1,183 @@
+"""ffn_zoo.compare on synthetic run folders: known values -> known table, intervals, failures, mixed settings."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+from scipy import stats
+
+from ffn_zoo import compare as C
+
+BASE = {
+    "seed": 0, "log_dir": "logs",
+    "model": {"name": "mini", "d_model": 256},
+    "data": {"name": "toy", "seq_len": 128, "batch_size": 32},
+    "optim": {"name": "adamw", "lr": 1e-3},
+    "trainer": {"max_steps": 100, "val_check_interval": 25},
+    "impl": {"threads": 2},
+}
+FFN = {"gelu": (False, "gelu", 1024), "relu": (False, "relu", 1024),
+       "geglu": (True, "gelu", 680), "swiglu": (True, "silu", 680)}
+
+
+def make_run(root: Path, ffn: str, seed: int, loss: float | None, *, status: str = "ok",
+             curve: list[float] | None = None, **changes: Any) -> Path:
+    """A run folder as train.py writes it: .hydra/config.yaml, metrics.json (unless unfinished), events."""
+    gated, act, hidden = FFN[ffn]
+    cfg = json.loads(json.dumps(BASE))
+    cfg["seed"] = seed
+    cfg["ffn"] = {"name": ffn, "gated": gated, "activation": act}
+    for dotted, value in changes.items():
+        group, key = dotted.split("__")
+        cfg[group][key] = value
+    path = root / ",".join([f"ffn={ffn}", f"seed={seed}"] + [f"{k}={v}" for k, v in changes.items()])
+    (path / ".hydra").mkdir(parents=True)
+    OmegaConf.save(OmegaConf.create(cfg), path / ".hydra" / "config.yaml")
+    if status == "ok":
+        metrics = {"status": "ok", "ffn": ffn, "activation": act, "gated": gated, "d_ff": hidden,
+                   "params_total": 3_700_000, "params_ffn": 2_097_152 if not gated else 2_088_960,
+                   "val_loss": loss, "val_ppl": math.exp(loss), "val_bpb": None, "tokens_seen": 409_600,
+                   "train_tokens_per_s": 5000.0, "flops_per_token": 24_000_000, "steps": 100, "seed": seed,
+                   "model": "mini", "data": cfg["data"]["name"]}
+        (path / "metrics.json").write_text(json.dumps(metrics))
+    elif status == "failed":
+        (path / "metrics.json").write_text(json.dumps({"status": "failed", "error": "data.seq_len must be > 0"}))
+    if curve:
+        from torch.utils.tensorboard import SummaryWriter
+
+        with SummaryWriter(str(path)) as w:
+            for i, v in enumerate(curve):
+                w.add_scalar("val/loss", v, global_step=25 * (i + 1) - 1)
+    return path
+
+
+GELU, GEGLU = [3.00, 3.20, 3.10], [2.90, 3.00, 2.95]
+
+
+@pytest.fixture
+def sweep(tmp_path: Path) -> Path:
+    for seed, (a, b) in enumerate(zip(GELU, GEGLU)):
+        make_run(tmp_path, "gelu", seed, a, curve=[5.0, 4.0, a], impl__threads=seed + 1)  # impl must not split
+        make_run(tmp_path, "geglu", seed, b, curve=[4.9, 3.9, b])
+    return tmp_path
+
+
+def test_known_values_give_known_table(sweep: Path) -> None:
+    report = C.compare([sweep], layout=False)
+    rows = {r["variant"]: r for r in report["rows"]}
+    assert set(rows) == {"gelu", "geglu"} and not report["warnings"] and not report["problems"]
+    g, b = rows["gelu"], rows["geglu"]
+    assert g["n"] == 3 and sorted(g["seeds"]) == [0, 1, 2]
+    assert g["val_loss_mean"] == pytest.approx(3.1) and g["val_loss_std"] == pytest.approx(0.1)
+    assert b["val_ppl"] == pytest.approx(math.exp(np.mean(GEGLU)))
+    assert b["hidden"] == 680 and b["form"] == "gated" and g["form"] == "dense"
+    # Δ and its interval agree with scipy's own Welch test
+    ci = stats.ttest_ind(GEGLU, GELU, equal_var=False).confidence_interval(0.95)
+    assert b["delta"] == pytest.approx(np.mean(GEGLU) - np.mean(GELU))
+    assert (b["delta_lo"], b["delta_hi"]) == pytest.approx((ci.low, ci.high))
+    assert g["delta"] == 0 and g["delta_lo"] is None  # the baseline has no interval against itself
+    md = (sweep / "compare" / "table.md").read_text()
+    assert f"{b['delta']:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}]" in md and "(baseline)" in md
+    assert (sweep / "compare" / "table.csv").read_text().count("\n") == 3
+    assert json.loads((sweep / "compare" / "table.json").read_text())["rows"][0]["n"] == 3
+
+
+def test_welch_interval() -> None:
+    assert C.welch_interval([1.0], [2.0, 3.0]) is None  # n < 2: no interval, not a fake one
+    assert C.welch_interval([1.0, 1.0], [2.0, 2.0]) == (-1.0, -1.0, -1.0)
+    a, b = [1.0, 1.2, 1.1, 1.3], [1.5, 1.4]
+    d, lo, hi = C.welch_interval(a, b)
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert (d, lo, hi) == pytest.approx((np.mean(a) - np.mean(b), ci.low, ci.high))
+    assert lo < d < hi
+
+
+def test_interval_excluding_zero_is_marked(tmp_path: Path) -> None:
+    for seed, (a, b) in enumerate(zip([3.0, 3.01, 3.02], [2.80, 2.81, 2.82])):
+        make_run(tmp_path, "gelu", seed, a)
+        make_run(tmp_path, "swiglu", seed, b)
+    report = C.compare([tmp_path], layout=False)
+    sw = next(r for r in report["rows"] if r["variant"] == "swiglu")
+    assert sw["delta_hi"] < 0
+    assert " *" in (tmp_path / "compare" / "table.md").read_text()
+
+
+def test_failed_and_unfinished_runs_are_listed(sweep: Path) -> None:
+    make_run(sweep, "swiglu", 0, None, status="failed")
+    make_run(sweep, "swiglu", 1, None, status="unfinished")
+    report = C.compare([sweep], layout=False)
+    statuses = sorted(p["status"] for p in report["problems"])
+    assert statuses == ["failed", "unfinished"]
+    assert "swiglu" not in {r["variant"] for r in report["rows"]}
+    md = (sweep / "compare" / "table.md").read_text()
+    assert "Runs not in the table" in md and "data.seq_len must be > 0" in md and "unfinished" in md
+
+
+def test_mixed_settings_are_reported_not_averaged(tmp_path: Path) -> None:
+    for seed in range(2):
+        make_run(tmp_path, "gelu", seed, 3.0 + seed / 10)
+        make_run(tmp_path, "geglu", seed, 2.9 + seed / 10)
+        make_run(tmp_path, "gelu", seed, 5.0 + seed / 10, trainer__max_steps=200)
+    report = C.compare([tmp_path], layout=False)
+    assert any("mixed settings" in w and "trainer.max_steps" in w for w in report["warnings"])
+    gelus = [r for r in report["rows"] if r["variant"] == "gelu"]
+    assert sorted(r["val_loss_mean"] for r in gelus) == pytest.approx([3.05, 5.05])  # two rows, not one mean
+    assert {r["setting"] for r in gelus} == {1, 2}
+    geglu = next(r for r in report["rows"] if r["variant"] == "geglu")
+    assert geglu["delta"] == pytest.approx(-0.1)  # against the gelu of its own setting
+    assert "warning: mixed settings" in (tmp_path / "compare" / "table.md").read_text()
+
+
+def test_duplicate_seed_keeps_one_and_warns(tmp_path: Path) -> None:
+    make_run(tmp_path, "gelu", 0, 3.0)
+    make_run(tmp_path / "rerun", "gelu", 0, 3.2)
+    make_run(tmp_path, "gelu", 1, 3.1)
+    report = C.compare([tmp_path], layout=False)
+    assert report["rows"][0]["n"] == 2
+    assert any("appears twice" in w for w in report["warnings"])
+
+
+def test_pngs_and_tensorboard_layout(sweep: Path) -> None:
+    report = C.compare([sweep], paper=True)
+    names = sorted(Path(p).name for p in report["pngs"])
+    assert names == ["delta.png", "loss_curves.png"]
+    for p in report["pngs"]:
+        assert Path(p).read_bytes()[:4] == b"\x89PNG"
+    md = (sweep / "compare" / "table.md").read_text()
+    assert "Shazeer'20" in md and "1.942" in md and "-0.041" in md
+    layouts = list(sweep.glob(f"events.out.tfevents.*{C.LAYOUT_SUFFIX}"))
+    C.compare([sweep])  # a second compare replaces the layout instead of adding one
+    assert len(list(sweep.glob(f"events.out.tfevents.*{C.LAYOUT_SUFFIX}"))) == len(layouts) == 1
+    run = C.load_run(sweep / "ffn=geglu,seed=0")
+    tokens, values = C.val_curve(run)
+    assert tokens.tolist() == [25 * 4096, 50 * 4096, 75 * 4096] and values[-1] == pytest.approx(2.90)
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert C.main([str(tmp_path / "nope")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    (tmp_path / "empty").mkdir()
+    assert C.main([str(tmp_path / "empty")]) == 1
+    assert "no run folders" in capsys.readouterr().err
+
+
+def test_missing_baseline_warns(sweep: Path) -> None:
+    report = C.compare([sweep], baseline="relu", layout=False)
+    assert all(r["delta"] is None for r in report["rows"])
+    assert any("no finished 'relu' runs" in w for w in report["warnings"])
+
+
+def test_paired_interval_uses_common_seeds(sweep: Path) -> None:
+    assert C.paired_interval({0: 1.0}, {0: 2.0}) is None
+    d, lo, hi = C.paired_interval({0: 2.9, 1: 3.0, 2: 2.95, 3: 9.9}, {0: 3.0, 1: 3.2, 2: 3.1})  # seed 3 unpaired
+    ci = stats.ttest_rel([2.9, 3.0, 2.95], [3.0, 3.2, 3.1]).confidence_interval(0.95)
+    assert (d, lo, hi) == pytest.approx((-0.15, ci.low, ci.high))
+    geglu = next(r for r in C.compare([sweep], layout=False)["rows"] if r["variant"] == "geglu")
+    assert (geglu["paired_lo"], geglu["paired_hi"]) == pytest.approx((ci.low, ci.high))

@@ -1,0 +1,86 @@
+"""MLM masking: BERT's 15% / 80-10-10 rates, fixed validation masks, [MASK] past the corpus
+vocabulary, and a loss on masked positions only."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ffn_zoo.build import compose
+from ffn_zoo.data.blocks import Corpus
+from ffn_zoo.errors import ConfigError, UnknownNameError
+from ffn_zoo.lit_module import LitLM
+from ffn_zoo.model import ModelConfig, TransformerLM
+from ffn_zoo.objectives import IGNORE_INDEX, Objective, fixed_masks, mask_tokens, model_vocab_size, prepare_objective
+
+V = 1000  # corpus vocabulary; [MASK] is id V
+
+
+def test_masking_rates_on_a_large_sample() -> None:
+    tokens = torch.randint(0, V, (1000, 1000))  # 10^6 positions
+    inputs, targets = mask_tokens(tokens, V, V, generator=torch.Generator().manual_seed(0))
+    chosen = targets != IGNORE_INDEX
+    n = chosen.sum().item()
+    assert n / tokens.numel() == pytest.approx(0.15, abs=0.002)
+    masked = (inputs == V) & chosen
+    kept = (inputs == tokens) & chosen  # includes random draws that hit the same id (1/V of 10%)
+    replaced = chosen & ~masked & ~kept
+    assert masked.sum().item() / n == pytest.approx(0.8, abs=0.005)
+    assert kept.sum().item() / n == pytest.approx(0.1 + 0.1 / V, abs=0.004)
+    assert replaced.sum().item() / n == pytest.approx(0.1 - 0.1 / V, abs=0.004)
+    # unchosen positions: input unchanged and no target; chosen ones: the original token is the target
+    assert torch.equal(inputs[~chosen], tokens[~chosen])
+    assert torch.equal(targets[chosen], tokens[chosen])
+    assert inputs.max().item() == V and inputs[inputs != V].max().item() < V  # random ids never [MASK]
+
+
+def test_validation_masks_are_fixed_per_row() -> None:
+    rows = torch.randint(0, V, (12, 32))
+    x_all, y_all = fixed_masks(rows, V, V, seed=0)
+    x_part, y_part = fixed_masks(rows[5:9], V, V, seed=0)  # another batching of the same rows
+    assert torch.equal(x_all[5:9], x_part) and torch.equal(y_all[5:9], y_part)
+    x_again, _ = fixed_masks(rows, V, V, seed=0)
+    assert torch.equal(x_all, x_again)
+    x_other, _ = fixed_masks(rows, V, V, seed=1)
+    assert not torch.equal(x_all, x_other)
+
+
+def test_objective_shapes_and_vocab() -> None:
+    batch = torch.randint(0, V, (3, 17))  # (B, seq_len + 1)
+    x, y = Objective("clm")(batch, train=True)
+    assert torch.equal(x, batch[:, :-1]) and torch.equal(y, batch[:, 1:])
+    mlm = Objective("mlm", corpus_vocab=V)
+    x, y = mlm(batch, train=True)
+    assert x.shape == y.shape == (3, 16) and mlm.mask_id == V
+    chosen = y != IGNORE_INDEX
+    assert torch.equal(y[chosen], batch[:, :-1][chosen])  # MLM reads the same first seq_len tokens
+    assert model_vocab_size("clm", V) == V and model_vocab_size("mlm", V) == V + 1
+    with pytest.raises(UnknownNameError, match="valid: clm, mlm"):
+        model_vocab_size("xlm", V)
+
+
+def test_prepare_objective_drops_the_clm_floor() -> None:
+    blocks = np.random.default_rng(0).integers(0, V, (4, 9))
+    corpus = Corpus("c", V, blocks, blocks, optimal_val_loss=3.0, val_bytes=100)
+    same, obj = prepare_objective(compose(["objective=clm"]), corpus)
+    assert same is corpus and obj.name == "clm"
+    masked, obj = prepare_objective(compose(["objective=mlm"]), corpus)
+    assert obj.name == "mlm" and masked.optimal_val_loss is None and masked.val_bytes is None
+    with pytest.raises(ConfigError, match="mlm.mask_prob"):
+        prepare_objective(compose(["objective=mlm", "mlm.mask_prob=0"]), corpus)
+
+
+def test_loss_is_on_masked_positions_only() -> None:
+    torch.manual_seed(0)
+    model = TransformerLM(ModelConfig(vocab_size=V + 1, seq_len=32, d_model=32, n_layers=1, n_heads=2,
+                                      ffn_hidden=64, causal=False))
+    module = LitLM(model, compose([]).optim, max_steps=10, objective=Objective("mlm", corpus_vocab=V))
+    batch = torch.randint(0, V, (4, 33))
+    x, y = module.objective(batch, train=False)
+    chosen = y != IGNORE_INDEX
+    assert 0 < chosen.sum() < chosen.numel()
+    logits = model(x)  # (B, T, V + 1)
+    by_hand = F.cross_entropy(logits[chosen], y[chosen], reduction="sum")
+    assert module._loss(x, y, "sum").item() == pytest.approx(by_hand.item(), rel=1e-5)
+    module.eval()
+    assert module._nll(batch, "mean").item() == pytest.approx(by_hand.item() / chosen.sum().item(), rel=1e-5)
