@@ -38,14 +38,12 @@ import numpy as np
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
-
-from ffn_zoo.build import compose, model_config  # noqa: E402
-from ffn_zoo.data.blocks import Blocks, StepSampler  # noqa: E402
-from ffn_zoo.flops import gemm_peak_flops, training_flops_per_token  # noqa: E402
-from ffn_zoo.lit_module import LitLM  # noqa: E402
-from ffn_zoo.model import TransformerLM  # noqa: E402
-from ffn_zoo.optim import build_optimizer, param_groups  # noqa: E402
+from ffn_zoo.build import compose, model_config
+from ffn_zoo.data.blocks import Blocks, StepSampler
+from ffn_zoo.flops import gemm_peak_flops, training_flops_per_token
+from ffn_zoo.lit_module import LitLM
+from ffn_zoo.model import TransformerLM
+from ffn_zoo.optim import build_optimizer, param_groups
 
 PRECISIONS = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16}
 

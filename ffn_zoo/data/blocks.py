@@ -69,6 +69,14 @@ class Blocks(Dataset):
         return self.blocks[rows].long()  # (B, T + 1)
 
 
+def rank_slice(batch_size: int, rank: int, world_size: int) -> slice:
+    """This rank's share of a global batch: ``world_size`` equal, disjoint slices of it."""
+    if batch_size % world_size:
+        raise DataError(f"global batch {batch_size} is not divisible by {world_size} devices")
+    per_rank = batch_size // world_size
+    return slice(rank * per_rank, (rank + 1) * per_rank)
+
+
 class StepSampler(Sampler[list[int]]):
     """Infinite stream of batches; batch k is determined by (seed, k) alone.
 
@@ -77,10 +85,9 @@ class StepSampler(Sampler[list[int]]):
     """
 
     def __init__(self, n: int, batch_size: int, seed: int, rank: int = 0, world_size: int = 1) -> None:
-        if batch_size % world_size:
-            raise DataError(f"global batch {batch_size} is not divisible by {world_size} devices")
         self.n, self.batch_size, self.seed = n, batch_size, seed
         self.rank, self.world_size = rank, world_size
+        self.share = rank_slice(batch_size, rank, world_size)
         self.start_step = 0  # set by resume
         self._perm_epoch, self._perm = -1, np.empty(0, dtype=np.int64)
 
@@ -99,11 +106,6 @@ class StepSampler(Sampler[list[int]]):
 
     def __iter__(self) -> Iterator[list[int]]:
         step = self.start_step
-        per_rank = self.batch_size // self.world_size
         while True:
-            rows = self.global_batch(step)
-            yield rows[self.rank * per_rank : (self.rank + 1) * per_rank]
+            yield self.global_batch(step)[self.share]
             step += 1
-
-    def epochs_at(self, step: int) -> float:
-        return step * self.batch_size / self.n

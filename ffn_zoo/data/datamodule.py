@@ -25,8 +25,11 @@ class LMDataModule(L.LightningDataModule):
         self.sampler: StepSampler | None = None
         self.stream: StreamBatches | None = None  # set instead of the sampler for a streamed corpus
 
+    def _rank_world(self) -> tuple[int, int]:
+        return (self.trainer.global_rank, self.trainer.world_size) if self.trainer is not None else (0, 1)
+
     def train_dataloader(self) -> DataLoader:
-        rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer is not None else (0, 1)
+        rank, world = self._rank_world()
         start = self.trainer.global_step if self.trainer is not None else 0  # resume at the exact next batch
         if self.corpus.train_stream is not None:
             self.stream = StreamBatches(self.corpus.train_stream, self.batch_size, self.seed, rank, world)
@@ -43,7 +46,7 @@ class LMDataModule(L.LightningDataModule):
         )
 
     def val_dataloader(self) -> DataLoader:
-        rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer is not None else (0, 1)
+        rank, world = self._rank_world()
         rows = list(range(rank, len(self.corpus.val), world))  # each rank a disjoint share; sums are all-reduced
         batches = [rows[i : i + self.val_batch_size] for i in range(0, len(rows), self.val_batch_size)]
         return DataLoader(Blocks(self.corpus.val), sampler=batches, batch_size=None)

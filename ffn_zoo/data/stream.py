@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from ffn_zoo.data.blocks import rank_slice
 from ffn_zoo.data.pack import batched
 from ffn_zoo.data.tokenizer import Tokenizer
 from ffn_zoo.errors import DataError
@@ -64,16 +65,14 @@ class StreamBatches(IterableDataset):
     """Each rank's slice of global batch k, for k = start_step, start_step + 1, ..."""
 
     def __init__(self, stream: TokenStream, batch_size: int, seed: int, rank: int = 0, world_size: int = 1) -> None:
-        if batch_size % world_size:
-            raise DataError(f"global batch {batch_size} is not divisible by {world_size} devices")
         self.stream, self.batch_size, self.seed = stream, batch_size, seed
         self.rank, self.world_size = rank, world_size
+        self.share = rank_slice(batch_size, rank, world_size)
         self.start_step = 0  # set by resume
 
     def __iter__(self) -> Iterator[torch.Tensor]:
         info = get_worker_info()
         if info is not None and info.num_workers > 1:
             raise RuntimeError("a token stream must be read by one DataLoader worker, or its batches would repeat")
-        per_rank = self.batch_size // self.world_size
         for batch in self.stream.batches(self.batch_size, self.seed, self.start_step):
-            yield torch.from_numpy(batch[self.rank * per_rank : (self.rank + 1) * per_rank]).long()  # (B, T + 1)
+            yield torch.from_numpy(batch[self.share]).long()  # (B / world_size, T + 1)
