@@ -365,6 +365,89 @@ def val_curve(run: Run, tag: str = "val/loss") -> tuple[np.ndarray, np.ndarray]:
     return (steps + 1) * tokens_per_step, np.array([by_step[s] for s in steps])
 
 
+def _save(fig: Any, ax: Any, path: Path) -> None:
+    """Grid, legend, tight layout, PNG at 120 dpi; frees the figure."""
+    import matplotlib.pyplot as plt
+
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _seed_curves(g: Group) -> dict[Any, dict[float, float]]:
+    """{seed: {training tokens: val/loss}} of a group's runs that logged a curve."""
+    out = {}
+    for r in g.runs:
+        x, y = val_curve(r)
+        if len(x):
+            out[r.seed] = dict(zip(x.tolist(), y.tolist()))
+    return out
+
+
+def delta_curves(groups: Sequence[Group], baseline: str) -> list[dict[str, Any]]:
+    """Δ val/loss vs the baseline at every validation point both logged: is a gap opening or closing?
+
+    One row per (variant, tokens): the Welch interval over seeds and the paired-by-seed interval, as in the
+    final table, so an early-training gap can be told from one that lasts.
+    """
+    rows = []
+    for s in sorted({g.setting for g in groups}):
+        base = next((g for g in groups if g.setting == s and g.label == baseline), None)
+        if base is None:
+            continue
+        b = _seed_curves(base)
+        for g in groups:
+            if g.setting != s or g is base:
+                continue
+            a = _seed_curves(g)
+            points = sorted(set.intersection(*(set(c) for c in [*a.values(), *b.values()]))) if a and b else []
+            for t in points:
+                at = {seed: c[t] for seed, c in a.items()}
+                bt = {seed: c[t] for seed, c in b.items()}
+                welch = welch_interval(list(at.values()), list(bt.values()))
+                paired = paired_interval(at, bt)
+                rows.append({
+                    "setting": s + 1, "variant": g.label, "baseline": baseline, "tokens": int(t),
+                    "n": len(at), "n_baseline": len(bt),
+                    "delta": float(np.mean(list(at.values())) - np.mean(list(bt.values()))),
+                    "delta_lo": float(welch[1]) if welch else None, "delta_hi": float(welch[2]) if welch else None,
+                    "paired_lo": paired[1] if paired else None, "paired_hi": paired[2] if paired else None,
+                })
+    return rows
+
+
+def plot_delta_curves(rows: Sequence[dict[str, Any]], path: Path, title: str = "") -> bool:
+    """Δ val/loss vs the baseline against training tokens, band = 95% Welch interval over seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    if not variants:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for i, v in enumerate(variants):
+        rs = [r for r in rows if r["variant"] == v]
+        x = np.array([r["tokens"] for r in rs]) / 1e6
+        (line,) = ax.plot(x, [r["delta"] for r in rs], marker="o", ms=3, color=f"C{i % 10}",
+                          label=f"{v} (n={rs[-1]['n']})")
+        if all(r["delta_lo"] is not None for r in rs):
+            ax.fill_between(x, [r["delta_lo"] for r in rs], [r["delta_hi"] for r in rs], color=line.get_color(),
+                            alpha=0.12)
+    ax.axhline(0, color="black", lw=0.8)
+    means = [0.0] + [r["delta"] for r in rows]  # the means set the scale; early, very wide bands are clipped
+    pad = 0.15 * (max(means) - min(means) or 0.1)
+    ax.set_ylim(min(means) - pad, max(means) + pad)
+    ax.set_xlabel("training tokens (millions)")
+    ax.set_ylabel(f"Δ validation loss vs {rows[0]['baseline']} (nats/token; < 0 = better)")
+    ax.set_title(title or "Gap over training: mean Δ over seeds, band = 95% Welch interval", fontsize=10)
+    _save(fig, ax, path)
+    return True
+
+
 def plot_curves(groups: Sequence[Group], path: Path, band: str = "minmax", title: str = "") -> bool:
     """Validation loss against training tokens: mean over seeds, band = min–max or ±1 std."""
     import matplotlib
@@ -399,11 +482,7 @@ def plot_curves(groups: Sequence[Group], path: Path, band: str = "minmax", title
     ax.set_ylabel("validation loss (nats/token)")
     band_text = "min–max" if band == "minmax" else "±1 std"
     ax.set_title(title or f"Validation loss vs tokens (line: mean over seeds, band: {band_text}; dashed = dense)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, ax, path)
     return True
 
 
@@ -487,6 +566,10 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
               "runs": [str(p) for p in run_dirs]}
     (out / "table.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
 
+    gaps = delta_curves(groups, baseline)  # Δ at every validation point, not only the last
+    if gaps:
+        write_csv(gaps, out / "delta_curves.csv")
+    report["delta_curves"] = gaps
     pngs = []
     for s in range(len(settings)):
         suffix = "" if len(settings) == 1 else f"_setting{s + 1}"
@@ -495,11 +578,14 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
             pngs.append(out / f"loss_curves{suffix}.png")
         if plot_deltas([r for r in rows if r["setting"] == s + 1], out / f"delta{suffix}.png"):
             pngs.append(out / f"delta{suffix}.png")
+        if plot_delta_curves([r for r in gaps if r["setting"] == s + 1], out / f"delta_curves{suffix}.png"):
+            pngs.append(out / f"delta_curves{suffix}.png")
     report["pngs"] = [str(p) for p in pngs]
     if layout:
         write_tensorboard_layout(root)
     print(text, end="")
-    print(f"wrote {out}/table.md, table.csv, table.json" + "".join(f", {p.name}" for p in pngs))
+    print(f"wrote {out}/table.md, table.csv, table.json" + (", delta_curves.csv" if gaps else "")
+          + "".join(f", {p.name}" for p in pngs))
     if layout:
         print(f"TensorBoard: tensorboard --logdir {root}   (Custom Scalars tab: val/loss of every run on one chart)")
     return report

@@ -125,7 +125,7 @@ class ActivationStats(L.Callback):
                 if isinstance(beta, torch.Tensor):
                     scalars[f"act/beta/layer_{i:02d}"] = beta.item()
             device = next(model.parameters()).device
-            model(self.inputs.to(device))
+            model.forward(self.inputs.to(device))  # eager even under impl.compile (Module.compile wraps __call__)
         finally:
             for h in handles:
                 h.remove()
@@ -141,8 +141,7 @@ class ActivationStats(L.Callback):
         if step == self._last_step:
             return
         self._last_step = step
-        model = getattr(pl_module.model, "_orig_mod", pl_module.model)  # unwrap torch.compile
-        scalars, hists = self.measure(model)  # on every rank: a sharded (FSDP) forward needs them all
+        scalars, hists = self.measure(pl_module.model)  # on every rank: a sharded (FSDP) forward needs them all
         self.last = scalars
         if not trainer.is_global_zero:
             return

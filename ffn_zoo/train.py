@@ -168,7 +168,9 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
             print(f"note     BERT-base on a CPU: {estimate_cpu_time(model, tokens, cfg.data.seq_len)}; "
                   f"model=mini finishes in minutes", flush=True)
     if cfg.impl.compile:
-        module.model = torch.compile(module.model)
+        # in place (nn.Module.compile): parameter names, hence checkpoints, are the same compiled or not, so a
+        # run may resume with impl.compile flipped; torch.compile(model) would prefix every key with _orig_mod.
+        module.model.compile()
 
     # weights_only: the checkpoint is read with torch.load(weights_only=True), which never runs pickled code
     trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=True)

@@ -145,8 +145,8 @@ def build_ours(case: Case, vocab: int, device: str, compile_: bool,
     cfg = compose(case.overrides(vocab) + list(extra or []))
     model = TransformerLM(model_config(cfg, vocab_size=vocab)).to(device)
     module = LitLM(model, cfg.optim, max_steps=1000)
-    if compile_:
-        module.model = torch.compile(model)
+    if compile_ or cfg.impl.compile:  # --compile, or --ablate impl.compile=true: compiled vs eager in one run
+        model.compile()  # in place, as train.py's impl.compile (the first warm-up step pays the compile)
     opt = build_optimizer(model, cfg.optim)
     return _train_step(model, lambda b: module._nll(b, "mean"), opt, cfg.optim.grad_clip, case.precision, device), \
         training_flops_per_token(model, case.seq)
@@ -246,7 +246,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--peer", choices=["hf"], default=None, help="also time HF GPT2LMHeadModel, interleaved")
     p.add_argument("--trainer", action="store_true", help="also time the whole train.py run (Lightning) per case")
     p.add_argument("--trainer-steps", type=int, default=30, help="steps of each --trainer run (first 5 untimed)")
-    p.add_argument("--compile", action="store_true", help="torch.compile our model")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile our model (--ablate impl.compile=true times compiled beside eager instead)")
     p.add_argument("--ablate", nargs="*", default=[], metavar="KEY=VALUE",
                    help="also time our step with this config override, e.g. optim.fused=false model.bias=true")
     p.add_argument("--repeats", type=int, default=5)

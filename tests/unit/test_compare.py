@@ -146,7 +146,7 @@ def test_duplicate_seed_keeps_one_and_warns(tmp_path: Path) -> None:
 def test_pngs_and_tensorboard_layout(sweep: Path) -> None:
     report = C.compare([sweep], paper=True)
     names = sorted(Path(p).name for p in report["pngs"])
-    assert names == ["delta.png", "loss_curves.png"]
+    assert names == ["delta.png", "delta_curves.png", "loss_curves.png"]
     for p in report["pngs"]:
         assert Path(p).read_bytes()[:4] == b"\x89PNG"
     md = (sweep / "compare" / "table.md").read_text()
@@ -157,6 +157,22 @@ def test_pngs_and_tensorboard_layout(sweep: Path) -> None:
     run = C.load_run(sweep / "ffn=geglu,seed=0")
     tokens, values = C.val_curve(run)
     assert tokens.tolist() == [25 * 4096, 50 * 4096, 75 * 4096] and values[-1] == pytest.approx(2.90)
+
+
+def test_delta_over_training_has_known_values(sweep: Path) -> None:
+    """Δ at each validation point: −0.1 nats at the first two (every seed), then the final-table value."""
+    report = C.compare([sweep], layout=False)
+    gaps = report["delta_curves"]
+    assert [(r["variant"], r["tokens"]) for r in gaps] == [("geglu", 25 * 4096), ("geglu", 50 * 4096),
+                                                           ("geglu", 75 * 4096)]
+    assert [r["delta"] for r in gaps] == pytest.approx([-0.1, -0.1, np.mean(GEGLU) - np.mean(GELU)])
+    assert gaps[0]["paired_lo"] == pytest.approx(-0.1) and gaps[0]["paired_hi"] == pytest.approx(-0.1)
+    final = next(r for r in report["rows"] if r["variant"] == "geglu")
+    # the same interval as the final table (curves are float32 in TensorBoard, metrics.json float64)
+    assert (gaps[-1]["delta_lo"], gaps[-1]["delta_hi"]) == pytest.approx((final["delta_lo"], final["delta_hi"]),
+                                                                         abs=1e-5)
+    csv_lines = (sweep / "compare" / "delta_curves.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("setting,variant,baseline,tokens") and len(csv_lines) == 4
 
 
 def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
