@@ -564,12 +564,12 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
               "problems": [{"path": str(r.path), "status": r.status, "error": r.error,
                             "ffn": r.config.get("ffn.name"), "seed": r.seed} for r in problems],
               "runs": [str(p) for p in run_dirs]}
-    (out / "table.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-
     gaps = delta_curves(groups, baseline)  # Δ at every validation point, not only the last
     if gaps:
         write_csv(gaps, out / "delta_curves.csv")
     report["delta_curves"] = gaps
+    (out / "table.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+
     pngs = []
     for s in range(len(settings)):
         suffix = "" if len(settings) == 1 else f"_setting{s + 1}"

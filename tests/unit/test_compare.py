@@ -171,6 +171,8 @@ def test_delta_over_training_has_known_values(sweep: Path) -> None:
     # the same interval as the final table (curves are float32 in TensorBoard, metrics.json float64)
     assert (gaps[-1]["delta_lo"], gaps[-1]["delta_hi"]) == pytest.approx((final["delta_lo"], final["delta_hi"]),
                                                                          abs=1e-5)
+    saved = json.loads((sweep / "compare" / "table.json").read_text())["delta_curves"]
+    assert [(r["tokens"], r["delta"]) for r in saved] == [(r["tokens"], pytest.approx(r["delta"])) for r in gaps]
     csv_lines = (sweep / "compare" / "delta_curves.csv").read_text().splitlines()
     assert csv_lines[0].startswith("setting,variant,baseline,tokens") and len(csv_lines) == 4
 
