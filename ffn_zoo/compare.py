@@ -51,6 +51,7 @@ class Run:
     config: dict[str, Any]
     metrics: dict[str, Any] = field(default_factory=dict)
     error: str = ""
+    curves: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)  # val_curve's cache
 
     @property
     def seed(self) -> Any:
@@ -354,15 +355,19 @@ def val_curve(run: Run, tag: str = "val/loss") -> tuple[np.ndarray, np.ndarray]:
     """(training tokens, value) of one scalar from the run's TensorBoard events; empty if none."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+    if tag in run.curves:  # the table, the curves and the Δ curves all read them: parse the events once
+        return run.curves[tag]
     ea = EventAccumulator(str(run.path), size_guidance={"scalars": 0})
     ea.Reload()
     if tag not in ea.Tags()["scalars"]:
-        return np.array([]), np.array([])
+        run.curves[tag] = np.array([]), np.array([])
+        return run.curves[tag]
     by_step = {e.step: e.value for e in ea.Scalars(tag)}  # last write wins (a final re-validation)
     steps = np.array(sorted(by_step))
     tokens_per_step = (run.config.get("data.batch_size") or 0) * (run.config.get("data.seq_len") or 0)
     # Lightning logs at the index of the last finished step, so step s is after s + 1 optimizer steps
-    return (steps + 1) * tokens_per_step, np.array([by_step[s] for s in steps])
+    run.curves[tag] = (steps + 1) * tokens_per_step, np.array([by_step[s] for s in steps])
+    return run.curves[tag]
 
 
 def _save(fig: Any, ax: Any, path: Path) -> None:
@@ -458,14 +463,11 @@ def plot_curves(groups: Sequence[Group], path: Path, band: str = "minmax", title
     fig, ax = plt.subplots(figsize=(8, 5))
     drawn = False
     for i, g in enumerate(groups):
-        curves = [val_curve(r) for r in g.runs]
-        curves = [c for c in curves if len(c[0])]
-        if not curves:
-            continue
-        common = sorted(set.intersection(*(set(c[0].tolist()) for c in curves)))
+        curves = list(_seed_curves(g).values())
+        common = sorted(set.intersection(*(set(c) for c in curves))) if curves else []
         if not common:
             continue
-        ys = np.array([[dict(zip(c[0].tolist(), c[1]))[t] for t in common] for c in curves])  # (seeds, points)
+        ys = np.array([[c[t] for t in common] for c in curves])  # (seeds, points)
         x = np.array(common) / 1e6
         mean = ys.mean(0)
         lo, hi = (ys.min(0), ys.max(0)) if band == "minmax" else (mean - ys.std(0, ddof=1 if len(ys) > 1 else 0),
