@@ -7,10 +7,10 @@ Public API::
     net = build_model(model="bert_base", ffn="geglu", vocab_size=8192)  # (B, T) ids -> (B, T, vocab) logits
 """
 
-from ffn_zoo.activations import ACTIVATIONS, get_activation
-from ffn_zoo.build import build_model
-from ffn_zoo.ffn import FFN_VARIANTS, DenseFFN, GatedFFN, build_ffn, gated_hidden_width
-from ffn_zoo.model import ModelConfig, TransformerLM
+from ffn_zoo.nn.activations import ACTIVATIONS, get_activation
+from ffn_zoo.training.build import build_model
+from ffn_zoo.nn.ffn import FFN_VARIANTS, DenseFFN, GatedFFN, build_ffn, gated_hidden_width
+from ffn_zoo.nn.model import ModelConfig, TransformerLM
 
 __all__ = [
     "ACTIVATIONS", "FFN_VARIANTS", "DenseFFN", "GatedFFN", "ModelConfig", "TransformerLM",

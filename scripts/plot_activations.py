@@ -19,7 +19,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from ffn_zoo.activations import ACTIVATIONS, SwishBeta  # noqa: E402
+from ffn_zoo.nn.activations import ACTIVATIONS, SwishBeta  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "img"
 

@@ -1,11 +1,11 @@
 """Parameters, FLOPs, activation evaluations and measured FFN time of every variant at one model shape.
 
-    python -m ffn_zoo.report model=bert_base               # the table at BERT-base, 512 tokens
-    python -m ffn_zoo.report model=mini --seq-len 128 --no-time
-    python scripts/ffn_report.py model=bert_base model.vocab_size=30522
+    ffn-zoo-report model=bert_base               # the table at BERT-base, 512 tokens
+    ffn-zoo-report model=mini --seq-len 128 --no-time
+    python -m ffn_zoo.analysis.report model=bert_base model.vocab_size=30522
 
 Positional arguments are ``train.py`` overrides (the model shape, ``ffn.match_params=false``, ...).
-FLOPs are matmul FLOPs (2 per weight per token, ``ffn_zoo.flops``); forward+backward is 3× forward.
+FLOPs are matmul FLOPs (2 per weight per token, ``ffn_zoo.nn.flops``); forward+backward is 3× forward.
 Times are one FFN layer (or its activation alone) on a (1, seq_len, d_model) input, forward+backward,
 median over interleaved repeats on this machine: compare rows, not absolute numbers across machines.
 """
@@ -19,11 +19,11 @@ from typing import Any
 
 import torch
 
-from ffn_zoo.build import compose, model_config
+from ffn_zoo.training.build import compose, model_config
 from ffn_zoo.errors import FFNZooError
-from ffn_zoo.ffn import FFN_VARIANTS, get_variant, make_ffn
-from ffn_zoo.flops import ffn_flops_per_token, ffn_weights, training_flops_per_token
-from ffn_zoo.model import TransformerLM
+from ffn_zoo.nn.ffn import FFN_VARIANTS, get_variant, make_ffn
+from ffn_zoo.nn.flops import ffn_flops_per_token, ffn_weights, training_flops_per_token
+from ffn_zoo.nn.model import TransformerLM
 
 
 def variant_row(name: str, overrides: list[str], seq_len: int) -> dict[str, Any]:

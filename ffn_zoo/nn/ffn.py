@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ffn_zoo.activations import ACTIVATIONS, get_activation
+from ffn_zoo.nn.activations import ACTIVATIONS, get_activation
 from ffn_zoo.errors import ConfigError, UnknownNameError, require_positive
 
 

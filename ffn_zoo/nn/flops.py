@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from ffn_zoo.model import ModelConfig, TransformerLM
+from ffn_zoo.nn.model import ModelConfig, TransformerLM
 
 
 def ffn_weights(d_model: int, hidden: int, gated: bool) -> int:

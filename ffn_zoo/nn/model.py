@@ -17,7 +17,7 @@ from einops import rearrange
 from torch import nn
 
 from ffn_zoo.errors import ConfigError, require_positive
-from ffn_zoo.ffn import make_ffn
+from ffn_zoo.nn.ffn import make_ffn
 
 
 @dataclass(frozen=True)

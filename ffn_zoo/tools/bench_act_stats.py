@@ -1,6 +1,6 @@
 """What the activation-statistics callback costs, as a fraction of the training time between two measurements.
 
-    python scripts/bench_act_stats.py model=mini             # the quick-start shape, default settings
+    ffn-zoo-bench-act-stats model=mini             # the quick-start shape, default settings
 
 Interleaved rounds: ``every_n_steps`` AdamW training steps at the configured batch, then one full
 measurement (forward with hooks, statistics, TensorBoard scalars and histograms written). The ratio
@@ -18,9 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch.utils.tensorboard import SummaryWriter
 
-from ffn_zoo.build import compose, model_config
-from ffn_zoo.instruments import ActivationStats
-from ffn_zoo.model import TransformerLM
+from ffn_zoo.training.build import compose, model_config
+from ffn_zoo.training.instruments import ActivationStats
+from ffn_zoo.nn.model import TransformerLM
 
 
 def main() -> None:

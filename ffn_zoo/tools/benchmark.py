@@ -1,10 +1,10 @@
 """Training throughput of ffn-zoo's real training step, against the machine's GEMM peak and HF's GPT-2.
 
-    python scripts/benchmark.py --model bert_base mini --ffn gelu geglu --precision 32-true bf16-mixed --peer hf
+    ffn-zoo-bench --model bert_base mini --ffn gelu geglu --precision 32-true bf16-mixed --peer hf
 
 For each case (model preset × FFN variant × seq len × batch × precision) it times
 
-- ``ours``     the project's training step: ``LitLM._nll`` (forward + cross-entropy), backward, global-norm
+- ``ours``     the project's training step: ``LitLM.loss`` (forward + cross-entropy), backward, global-norm
                clipping and the optimizer from ``configs/optim`` — what ``train.py`` runs per step;
 - ``hf``       (``--peer hf``) ``transformers.GPT2LMHeadModel`` of the same shape (dense GELU, dropout 0,
                SDPA attention, loss through ``labels=``), same AdamW (fused) and clipping;
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import platform
 import statistics
@@ -38,12 +37,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from ffn_zoo.build import compose, model_config
+from ffn_zoo.training.build import compose, model_config
 from ffn_zoo.data.blocks import Blocks, StepSampler
-from ffn_zoo.flops import gemm_peak_flops, training_flops_per_token
-from ffn_zoo.lit_module import LitLM
-from ffn_zoo.model import TransformerLM
-from ffn_zoo.optim import build_optimizer, param_groups
+from ffn_zoo.nn.flops import gemm_peak_flops, training_flops_per_token
+from ffn_zoo.training.lit_module import LitLM
+from ffn_zoo.nn.model import TransformerLM
+from ffn_zoo.training.optim import build_optimizer, param_groups
 
 PRECISIONS = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16}
 
@@ -148,7 +147,7 @@ def build_ours(case: Case, vocab: int, device: str, compile_: bool,
     if compile_ or cfg.impl.compile:  # --compile, or --ablate impl.compile=true: compiled vs eager in one run
         model.compile()  # in place, as train.py's impl.compile (the first warm-up step pays the compile)
     opt = build_optimizer(model, cfg.optim)
-    return _train_step(model, lambda b: module._nll(b, "mean"), opt, cfg.optim.grad_clip, case.precision, device), \
+    return _train_step(model, lambda b: module.loss(b, "mean"), opt, cfg.optim.grad_clip, case.precision, device), \
         training_flops_per_token(model, case.seq)
 
 
@@ -259,7 +258,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    """Run the cases the command line names; print the table and JSON lines; return the rows."""
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             if impl != "ours":
                 row["vs_ours"] = statistics.median(a / b for a, b in zip(res.tokens_per_s, ours.tokens_per_s))
             row.update(date=when, threads=threads, device=device, torch=torch.__version__, steps=args.steps,
-                       command=" ".join(["scripts/benchmark.py", *(argv if argv is not None else sys.argv[1:])]))
+                       command=" ".join(["ffn-zoo-bench", *(argv if argv is not None else sys.argv[1:])]))
             rows.append(row)
     print(_table(rows), flush=True)
     print("GEMM peak GFLOP/s (best of repeats; median): "
@@ -341,6 +341,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             with args.json.open("a") as fh:
                 fh.write(line + "\n")
     return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``ffn-zoo-bench`` (= ``python -m ffn_zoo.tools.benchmark``)."""
+    benchmark(argv)
 
 
 if __name__ == "__main__":

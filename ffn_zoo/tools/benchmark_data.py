@@ -1,7 +1,7 @@
 """Data-pipeline benchmark: tokenization and loader throughput, and the loader's share of a model=mini step.
 
-    flock /tmp/ffnzoo-cpu.lock python scripts/benchmark_data.py            # C4 sample in ../shared/data
-    python scripts/benchmark_data.py --train-files a.jsonl --val-files b.json.gz --steps 20
+    flock /tmp/ffnzoo-cpu.lock ffn-zoo-bench-data            # C4 sample in ../shared/data
+    ffn-zoo-bench-data --train-files a.jsonl --val-files b.json.gz --steps 20
 
 Prints one line per measurement. The cache goes to a fresh temporary folder, so the cold numbers
 are really cold. Run it alone on the machine (under the CPU lock): it measures wall time.
@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from ffn_zoo.build import compose, model_config
+from ffn_zoo.training.build import compose, model_config
 from ffn_zoo.data import build_corpus
 from ffn_zoo.data.blocks import Corpus
 from ffn_zoo.data.datamodule import LMDataModule
@@ -26,9 +26,9 @@ from ffn_zoo.data.files import expand_files, iter_documents
 from ffn_zoo.data.pack import batched
 from ffn_zoo.data.stream import StreamBatches, TokenStream
 from ffn_zoo.data.tokenizer import ByteTokenizer
-from ffn_zoo.model import TransformerLM
+from ffn_zoo.nn.model import TransformerLM
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+SHARED = Path("../shared/data")  # beside the checkout, as the data configs expect (run from the repo root)
 
 
 def tokens_per_s(tok, docs: list[str], chunk: int = 256) -> tuple[float, float]:

@@ -1,7 +1,7 @@
 """From configs to objects: the one path both ``train.py`` and :func:`build_model` take.
 
 Configs hold names and values; this module resolves them through the tables in
-``ffn_zoo.ffn`` and ``ffn_zoo.model``, so a reader can follow the imports from the
+``ffn_zoo.nn.ffn`` and ``ffn_zoo.nn.model``, so a reader can follow the imports from the
 entry point to the network (no ``_target_`` strings).
 """
 
@@ -12,17 +12,32 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from ffn_zoo.errors import ConfigError
-from ffn_zoo.ffn import check_variant_spec, gated_hidden_width
-from ffn_zoo.model import ModelConfig, TransformerLM
+from ffn_zoo.errors import ConfigError, require_positive
+from ffn_zoo.nn.ffn import check_variant_spec, gated_hidden_width
+from ffn_zoo.nn.model import ModelConfig, TransformerLM
+from ffn_zoo.training.runs import register_resolvers
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 
 
 def config_dir() -> Path:
     if not (CONFIG_DIR / "train.yaml").is_file():
         raise ConfigError(f"configs not found at {CONFIG_DIR}; install ffn-zoo from its source tree (pip install -e .)")
     return CONFIG_DIR
+
+
+def validate_config(cfg: DictConfig) -> None:
+    """The checks no single module owns: budgets > 0, and a context that fits the position table."""
+    require_positive(**{
+        "trainer.max_steps": cfg.trainer.max_steps, "data.batch_size": cfg.data.batch_size,
+        "data.val_batch_size": cfg.data.val_batch_size, "data.seq_len": cfg.data.seq_len,
+        "trainer.val_check_interval": cfg.trainer.val_check_interval, "model.d_ff": cfg.model.d_ff,
+    })
+    if cfg.data.seq_len > cfg.model.seq_len:
+        raise ConfigError(
+            f"data.seq_len={cfg.data.seq_len} is longer than the position table (model.seq_len={cfg.model.seq_len}); "
+            f"set model.seq_len >= {cfg.data.seq_len}"
+        )
 
 
 def ffn_hidden(ffn: Any, d_ff: int) -> int:
@@ -46,7 +61,7 @@ def model_config(cfg: DictConfig, vocab_size: int | None = None) -> ModelConfig:
         raise ConfigError("model.vocab_size is null and no corpus gives it; set model.vocab_size")
     return ModelConfig(
         vocab_size=int(vocab), seq_len=m.seq_len, d_model=m.d_model, n_layers=m.n_layers, n_heads=m.n_heads,
-        norm=m.norm, dropout=m.dropout, bias=m.bias, causal=cfg.get("objective", "clm") != "mlm",
+        norm=m.norm, dropout=m.dropout, bias=m.bias, causal=cfg.objective != "mlm",
         init_std=m.init_std, ffn_gated=f.gated, ffn_activation=f.activation,
         ffn_hidden=ffn_hidden(f, m.d_ff), ffn_bias=f.bias, ffn_dropout=f.dropout,
     )
@@ -57,6 +72,7 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
+    register_resolvers()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         return hydra_compose(config_name="train", overrides=list(overrides or []))
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 import random
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -26,9 +25,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from ffn_zoo.errors import FFNZooError
+from ffn_zoo.training.runs import CKPT_DIR, find_last, overrides_name
 
-CKPT_DIR = "checkpoints"  # inside the run folder
-RUN_NAME = re.compile(r"\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_(?P<overrides>.*)")  # hydra.run.dir's <time>_<overrides>
 # settings a resumed run must share with its checkpoint: the network, the corpus and the data order
 MUST_MATCH = ("model", "ffn", "data", "seed")
 MAY_DIFFER = {"data.val_batch_size", "data.num_workers", "data.cache_dir"}  # where or how fast, not what
@@ -175,34 +173,13 @@ class TrainRNG(L.Callback):
 # ---------------------------------------------------------------------------- finding and checking
 
 
-def _overrides_name(cfg: DictConfig) -> str:
-    """This run's folder suffix (its overrides, without ckpt_path): what ``ckpt_path=last`` matches."""
-    from hydra.core.hydra_config import HydraConfig
-
-    from ffn_zoo.train import _dirname
-
-    return _dirname(HydraConfig.get().job.override_dirname) if HydraConfig.initialized() else "default"
-
-
-def find_last(log_dir: Path, overrides_name: str, exclude: Path | None = None) -> Path | None:
-    """The newest ``checkpoints/last.ckpt`` of a run or sweep job under ``log_dir`` with the same overrides."""
-    found = []
-    for ckpt in [*log_dir.glob(f"runs/*/{CKPT_DIR}/last.ckpt"), *log_dir.glob(f"multiruns/*/*/{CKPT_DIR}/last.ckpt")]:
-        run = ckpt.parent.parent
-        m = RUN_NAME.fullmatch(run.name)
-        name = m["overrides"] if run.parent.name == "runs" and m else run.name
-        if name == overrides_name and (exclude is None or run.resolve() != exclude.resolve()):
-            found.append(ckpt)
-    return max(found, key=lambda p: p.stat().st_mtime) if found else None
-
-
 def resolve_ckpt_path(cfg: DictConfig, run_dir: Path) -> Path | None:
     """``ckpt_path``: null (fresh run), ``last`` (newest run with the same overrides), a run folder or a file."""
     value = cfg.get("ckpt_path")
     if value is None or value == "":
         return None
     if str(value) == "last":
-        name = _overrides_name(cfg)
+        name = overrides_name()
         path = find_last(Path(cfg.log_dir), name, exclude=run_dir)
         if path is None:
             raise CheckpointError(

@@ -1,4 +1,4 @@
-"""Faults during training: non-finite loss or gradients, SIGTERM/SIGINT, failed sweep jobs, and
+"""Faults during training: non-finite loss or gradients, SIGTERM/SIGINT, failed runs and sweep jobs, and
 the fault injection (``debug.*``) the tests use to produce each of them on purpose."""
 
 from __future__ import annotations
@@ -9,15 +9,17 @@ import signal
 import sys
 import threading
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import lightning as L
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from ffn_zoo.checkpoint import CKPT_DIR, Checkpointing, TrainRNG, resume_command
+from ffn_zoo.training.checkpoint import Checkpointing, TrainRNG, resume_command
 from ffn_zoo.errors import ConfigError, FFNZooError
+from ffn_zoo.training.runs import CKPT_DIR
 
 NONFINITE_POLICIES = ("stop", "skip")
 
@@ -178,13 +180,13 @@ def reliability_callbacks(cfg: DictConfig, run_dir: Path) -> list[L.Callback]:
         raise ConfigError(f"checkpoint.every_n_steps={every} must be > 0, or null (only at the end)")
     checkpoints = Checkpointing(run_dir / CKPT_DIR, every and int(every), bool(c.save_last), bool(c.save_best),
                                 config=OmegaConf.to_container(cfg, resolve=True))
-    d = cfg.get("debug") or {}
+    d = cfg.debug
     return [
         TrainRNG(),
         NonFiniteGuard(cfg.faults.on_nonfinite, checkpoints, int(cfg.faults.max_skipped_steps)),
         checkpoints,
         GracefulStop(checkpoints),
-        FaultInjection(d.get("inject_nan_at_step"), d.get("crash_at_step"), d.get("kill_at_step")),
+        FaultInjection(d.inject_nan_at_step, d.crash_at_step, d.kill_at_step),
     ]
 
 
@@ -197,3 +199,36 @@ def record_failure(run_dir: Path, error: BaseException, with_traceback: bool) ->
         record["traceback"] = "traceback.txt"
         (run_dir / "traceback.txt").write_text("".join(traceback.format_exception(error)))
     (run_dir / "metrics.json").write_text(json.dumps(record, indent=2) + "\n")
+
+
+class JobFailures:
+    """The failed jobs of this process (one run, or a sweep's jobs): each recorded in its folder, counted so
+    ``main`` exits non-zero at the end. A user's mistake is one line; a bug keeps its traceback, and in a
+    sweep is recorded and passed over so the other jobs still run."""
+
+    def __init__(self) -> None:
+        self.run_dirs: list[str] = []
+
+    @contextmanager
+    def recorded(self, run_dir: Path, sweep: bool) -> Iterator[None]:
+        try:
+            yield
+        except FFNZooError as e:
+            # the user's input, not a bug: one line, no traceback; recorded so a sweep goes on
+            print(f"error: {e}", file=sys.stderr, flush=True)
+            record_failure(run_dir, e, with_traceback=False)
+            self.run_dirs.append(str(run_dir))
+        except Exception as e:
+            record_failure(run_dir, e, with_traceback=True)  # metrics.json + traceback.txt in the job's folder
+            if not sweep:
+                raise  # a single run: a bug keeps its traceback
+            # a sweep goes on with its other jobs; main() exits non-zero at the end
+            print(f"error: job {run_dir.name} crashed ({type(e).__name__}: {e}); traceback in "
+                  f"{run_dir / 'traceback.txt'}", file=sys.stderr, flush=True)
+            self.run_dirs.append(str(run_dir))
+
+    def exit_if_any(self) -> None:
+        if self.run_dirs:
+            if len(self.run_dirs) > 1 or os.environ.get("FFNZOO_VERBOSE"):
+                print(f"{len(self.run_dirs)} run(s) failed: {', '.join(self.run_dirs)}", file=sys.stderr)
+            sys.exit(1)

@@ -175,16 +175,13 @@ class ActivationStats(L.Callback):
         return out
 
 
-def build_activation_stats(cfg: Any, val: np.ndarray, prepare: Any) -> ActivationStats | None:
-    """The callback from ``cfg.instruments`` (None when off), on the first ``batch_rows`` rows of the
-    validation split ``val`` (M, seq_len + 1); ``prepare`` turns those rows into model inputs (B, T)."""
-    inst = cfg.get("instruments") if hasattr(cfg, "get") else None
-    if not inst or not inst.get("act_stats", True):
+def build_activation_stats(inst: Any, val: np.ndarray, prepare: Any) -> ActivationStats | None:
+    """The callback from the ``instruments`` config (None when off), on the first ``inst.batch_rows`` rows of
+    the validation split ``val`` (M, seq_len + 1); ``prepare`` turns those rows into model inputs (B, T)."""
+    if not inst.act_stats:
         return None
-    every = int(inst.get("every_n_steps", 50))
+    every = int(inst.every_n_steps)
     if every <= 0:
         raise ConfigError(f"instruments.every_n_steps={every} must be > 0 (instruments.act_stats=false turns it off)")
-    rows = torch.from_numpy(np.asarray(val[: int(inst.get("batch_rows", 8))], dtype=np.int64))  # (B, seq_len + 1)
-    inputs = prepare(rows)
-    return ActivationStats(inputs, every, float(inst.get("dead_eps", 1e-6)), float(inst.get("sat_tol", 0.01)),
-                           bool(inst.get("histograms", True)))
+    rows = torch.from_numpy(np.asarray(val[: int(inst.batch_rows)], dtype=np.int64))  # (B, seq_len + 1)
+    return ActivationStats(prepare(rows), every, float(inst.dead_eps), float(inst.sat_tol), bool(inst.histograms))

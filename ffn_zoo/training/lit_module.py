@@ -11,9 +11,9 @@ import torch.nn.functional as F
 from lightning.pytorch.plugins.precision import MixedPrecision
 from torch.optim.lr_scheduler import LambdaLR
 
-from ffn_zoo.model import TransformerLM
-from ffn_zoo.objectives import IGNORE_INDEX, Objective
-from ffn_zoo.optim import build_optimizer, lr_multiplier, warmup_steps_of
+from ffn_zoo.nn.model import TransformerLM
+from ffn_zoo.training.objectives import IGNORE_INDEX, Objective
+from ffn_zoo.training.optim import build_optimizer, lr_multiplier, warmup_steps_of
 
 
 class LitLM(L.LightningModule):
@@ -43,17 +43,19 @@ class LitLM(L.LightningModule):
     def forward(self, idx: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T, V)
         return self.model(idx)
 
-    def _nll(self, batch: torch.Tensor, reduction: str) -> torch.Tensor:
+    def loss(self, batch: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+        """The objective's loss on a batch of rows (B, seq_len + 1): what a training step minimises."""
         x, y = self.objective(batch, train=self.training)  # (B, T) inputs, (B, T) targets (IGNORE_INDEX: no loss)
-        return self._loss(x, y, reduction)
+        return self.nll(x, y, reduction)
 
-    def _loss(self, x: torch.Tensor, y: torch.Tensor, reduction: str) -> torch.Tensor:
+    def nll(self, x: torch.Tensor, y: torch.Tensor, reduction: str) -> torch.Tensor:
+        """Cross-entropy of targets ``y`` (B, T) given inputs ``x`` (B, T); IGNORE_INDEX targets carry none."""
         logits = self.model(x)  # (B, T, V)
         y = y.flatten()  # (B·T,)
         return F.cross_entropy(logits.flatten(0, 1).float(), y, reduction=reduction, ignore_index=IGNORE_INDEX)
 
     def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
-        loss = self._nll(batch, "mean")
+        loss = self.loss(batch, "mean")
         tokens = batch[:, 1:].numel() * self.trainer.world_size
         self.log("train/loss", loss, prog_bar=False)
         self.log("train/ppl", torch.exp(loss.detach()), prog_bar=True)
@@ -67,7 +69,7 @@ class LitLM(L.LightningModule):
 
     def validation_step(self, batch: torch.Tensor, batch_idx: int) -> None:
         x, y = self.objective(batch, train=False)  # mlm: the fixed validation masks
-        self._val_nll += self._loss(x, y, "sum").double()
+        self._val_nll += self.nll(x, y, "sum").double()
         self._val_count += (y != IGNORE_INDEX).sum()  # scored tokens: all (clm) or the masked ones (mlm)
 
     def on_validation_epoch_end(self) -> None:

@@ -103,20 +103,18 @@ class Objective:
         return self(batch, train=False)[0]
 
 
-def prepare_objective(cfg: Any, corpus: Corpus) -> tuple[Corpus, Objective]:
-    """The run's objective from ``cfg.objective`` / ``cfg.mlm``, and the corpus as that objective sees it.
+def prepare_objective(name: str, mlm: Any, corpus: Corpus) -> tuple[Corpus, Objective]:
+    """The run's objective (``objective``, and the ``mlm`` config under MLM) and the corpus as it sees it.
 
     Under MLM the corpus's CLM floor (``optimal_val_loss``) and bits-per-byte do not apply to a
     masked-token loss, so they are dropped rather than reported beside a number they do not bound.
     """
-    name = check_objective(str(cfg.get("objective", "clm")))
-    if name == "clm":
+    if check_objective(str(name)) == "clm":
         return corpus, Objective("clm")
-    mlm = cfg.get("mlm") or {}
-    mask_prob = float(mlm.get("mask_prob", 0.15))
+    mask_prob = float(mlm.mask_prob)
     if not 0.0 < mask_prob < 1.0:
         raise ConfigError(f"mlm.mask_prob={mask_prob} must be in (0, 1)")
-    objective = Objective("mlm", corpus.vocab_size, mask_prob, int(mlm.get("mask_seed", 0)))
+    objective = Objective("mlm", corpus.vocab_size, mask_prob, int(mlm.mask_seed))
     desc = f"{corpus.description}; objective mlm ({mask_prob:.0%} masked, [MASK] = id {corpus.vocab_size})"
     seen = copy.copy(corpus)  # shallow: shares the token arrays, and skips re-validating (a scan of train)
     seen.optimal_val_loss, seen.val_bytes, seen.description = None, None, desc

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import torch
 
 from ffn_zoo.errors import ConfigError
-from ffn_zoo.model import Block
+from ffn_zoo.nn.model import Block
 
 
 def build_strategy(name: Any) -> Any:

@@ -1,4 +1,4 @@
-"""End to end: a two-variant, two-seed model=tiny sweep through scripts/compare.py -> table and PNGs."""
+"""End to end: a two-variant, two-seed model=tiny sweep through ffn-zoo-compare (python -m ffn_zoo.analysis.compare) -> table and PNGs."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.smoke
 def test_sweep_then_compare(tmp_path) -> None:
     run_train(["-m", "ffn=gelu,swiglu", "seed=0,1", *TINY], tmp_path)
     (sweep,) = (tmp_path / "multiruns").iterdir()
-    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "compare.py"), str(sweep), "--paper"],
+    proc = subprocess.run([sys.executable, "-m", "ffn_zoo.analysis.compare", str(sweep), "--paper"],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = sweep / "compare"

@@ -13,8 +13,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ffn_zoo.build import compose, model_config
-from ffn_zoo.model import TransformerLM
+from ffn_zoo.training.build import compose, model_config
+from ffn_zoo.nn.model import TransformerLM
 from tests.conftest import run_train, tiny
 
 pytestmark = [

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from ffn_zoo.activations import ACTIVATIONS, SwishBeta, get_activation
+from ffn_zoo.nn.activations import ACTIVATIONS, SwishBeta, get_activation
 from ffn_zoo.errors import UnknownNameError
 
 GRID = torch.linspace(-6, 6, 100_001, dtype=torch.float64)

@@ -11,8 +11,8 @@ import pytest
 import torch
 from hydra.errors import ConfigCompositionException
 
-from ffn_zoo.build import compose
-from ffn_zoo.checkpoint import CheckpointError
+from ffn_zoo.training.build import compose
+from ffn_zoo.training.checkpoint import CheckpointError
 from ffn_zoo.errors import FFNZooError
 from ffn_zoo.train import run
 from tests.conftest import run_train

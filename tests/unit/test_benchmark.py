@@ -1,24 +1,14 @@
-"""scripts/benchmark.py runs a tiny configuration end to end and reports well-formed rows (no timing asserts)."""
+"""ffn-zoo-bench (ffn_zoo.tools.benchmark) runs a tiny configuration end to end and reports well-formed rows (no timing asserts)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
-
-
-def _benchmark():
-    spec = importlib.util.spec_from_file_location("ffnzoo_benchmark", REPO / "scripts" / "benchmark.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+from ffn_zoo.tools.benchmark import benchmark
 
 
 TINY = ["--model", "tiny", "--seq", "16", "--batch", "2", "--vocab", "256", "--repeats", "2", "--steps", "1",
@@ -36,7 +26,7 @@ def _check_row(row: dict, impl: str) -> None:
 def test_benchmark_ours_and_hf_peer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("transformers")
     out = tmp_path / "bench.jsonl"
-    rows = _benchmark().main([*TINY, "--ffn", "gelu", "geglu", "--precision", "32-true", "bf16-mixed",
+    rows = benchmark([*TINY, "--ffn", "gelu", "geglu", "--precision", "32-true", "bf16-mixed",
                               "--peer", "hf", "--json", str(out)])
     assert [(r["ffn"], r["precision"], r["impl"]) for r in rows] == [
         (f, p, i) for f in ("gelu", "geglu") for p in ("32-true", "bf16-mixed") for i in ("ours", "hf")
@@ -59,7 +49,7 @@ def test_benchmark_ours_and_hf_peer(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_benchmark_trainer_mode(tmp_path: Path) -> None:
     """--trainer times the real train.py path (Lightning, logger, callbacks) beside the bare step."""
-    rows = _benchmark().main([*TINY, "--ffn", "gelu", "--trainer", "--trainer-steps", "8"])
+    rows = benchmark([*TINY, "--ffn", "gelu", "--trainer", "--trainer-steps", "8"])
     assert [r["impl"] for r in rows] == ["ours", "trainer"]
     _check_row(rows[1], "trainer")
     assert rows[1]["vs_ours"] > 0

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from ffn_zoo.checkpoint import CheckpointError, Checkpointing, find_last, load_checkpoint, rng_state, set_rng_state
+from ffn_zoo.training.checkpoint import CheckpointError, Checkpointing, load_checkpoint, rng_state, set_rng_state
 from ffn_zoo.errors import FFNZooError
-from ffn_zoo.faults import NonFiniteError, NonFiniteGuard
+from ffn_zoo.training.faults import NonFiniteError, NonFiniteGuard
+from ffn_zoo.training.runs import find_last
 from tests.unit.test_bad_inputs import train
 
 PACKAGE = Path(__file__).resolve().parents[2] / "ffn_zoo"

@@ -1,4 +1,4 @@
-"""ffn_zoo.compare on synthetic run folders: known values -> known table, intervals, failures, mixed settings."""
+"""ffn_zoo.analysis.compare on synthetic run folders: known values -> known table, intervals, failures, mixed settings."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from omegaconf import OmegaConf
 from scipy import stats
 
-from ffn_zoo import compare as C
+from ffn_zoo.analysis import compare as C
 
 BASE = {
     "seed": 0, "log_dir": "logs",

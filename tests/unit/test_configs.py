@@ -7,13 +7,13 @@ import lightning as L
 import pytest
 import torch
 
-from ffn_zoo.build import CONFIG_DIR, compose, model_config
+from ffn_zoo.training.build import CONFIG_DIR, compose, model_config
 from ffn_zoo.data import CORPORA, build_corpus
-from ffn_zoo.model import TransformerLM
+from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.errors import ConfigError
-from ffn_zoo.optim import build_optimizer
-from ffn_zoo.scale import trainer_kwargs
-from ffn_zoo.train import build_logger
+from ffn_zoo.training.optim import build_optimizer
+from ffn_zoo.training.scale import trainer_kwargs
+from ffn_zoo.training.loggers import build_logger
 
 OPTIONS = sorted(
     (p.parent.name, p.stem)
@@ -38,7 +38,7 @@ def test_option_composes_and_instantiates(group: str, option: str, tmp_path: Pat
     model = TransformerLM(model_config(cfg, vocab_size=None if cfg.model.vocab_size else vocab))
     assert model(torch.zeros(1, 4, dtype=torch.long)).shape == (1, 4, model.cfg.vocab_size)
     build_optimizer(model, cfg.optim)
-    build_logger(cfg, tmp_path)
+    build_logger(cfg.logger, tmp_path)
 
     trainer_args = set(inspect.signature(L.Trainer).parameters)
     assert set(cfg.trainer) <= trainer_args, f"not Trainer arguments: {set(cfg.trainer) - trainer_args}"

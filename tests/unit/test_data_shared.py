@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from ffn_zoo.build import compose
+from ffn_zoo.training.build import compose
 from ffn_zoo.data import build_corpus
 from ffn_zoo.data.text import split_tail
 

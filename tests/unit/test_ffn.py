@@ -8,9 +8,9 @@ import torch.nn.functional as F
 from omegaconf import OmegaConf
 
 from ffn_zoo import build_ffn
-from ffn_zoo.build import CONFIG_DIR, ffn_hidden
+from ffn_zoo.training.build import CONFIG_DIR, ffn_hidden
 from ffn_zoo.errors import ConfigError, UnknownNameError
-from ffn_zoo.ffn import FFN_VARIANTS, DenseFFN, GatedFFN, check_variant_spec, gated_hidden_width, make_ffn
+from ffn_zoo.nn.ffn import FFN_VARIANTS, DenseFFN, GatedFFN, check_variant_spec, gated_hidden_width, make_ffn
 
 YAMLS = sorted((CONFIG_DIR / "ffn").glob("*.yaml"))
 

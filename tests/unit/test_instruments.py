@@ -8,10 +8,10 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from ffn_zoo.build import compose
-from ffn_zoo.instruments import DEAD_RULES, ActivationStats, dead_units, elementwise_derivative
-from ffn_zoo.activations import ACTIVATIONS
-from ffn_zoo.model import ModelConfig, TransformerLM
+from ffn_zoo.training.build import compose
+from ffn_zoo.training.instruments import DEAD_RULES, ActivationStats, dead_units, elementwise_derivative
+from ffn_zoo.nn.activations import ACTIVATIONS
+from ffn_zoo.nn.model import ModelConfig, TransformerLM
 from ffn_zoo.train import run
 from tests.conftest import tiny
 

@@ -6,12 +6,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ffn_zoo.build import compose
+from ffn_zoo.training.build import compose
 from ffn_zoo.data.blocks import Corpus
 from ffn_zoo.errors import ConfigError, UnknownNameError
-from ffn_zoo.lit_module import LitLM
-from ffn_zoo.model import ModelConfig, TransformerLM
-from ffn_zoo.objectives import IGNORE_INDEX, Objective, fixed_masks, mask_tokens, model_vocab_size, prepare_objective
+from ffn_zoo.training.lit_module import LitLM
+from ffn_zoo.nn.model import ModelConfig, TransformerLM
+from ffn_zoo.training.objectives import IGNORE_INDEX, Objective, fixed_masks, mask_tokens, model_vocab_size, prepare_objective
 
 V = 1000  # corpus vocabulary; [MASK] is id V
 
@@ -59,15 +59,20 @@ def test_objective_shapes_and_vocab() -> None:
         model_vocab_size("xlm", V)
 
 
+def _objective_cfg(overrides: list[str]) -> tuple:
+    cfg = compose(overrides)
+    return cfg.objective, cfg.mlm
+
+
 def test_prepare_objective_drops_the_clm_floor() -> None:
     blocks = np.random.default_rng(0).integers(0, V, (4, 9))
     corpus = Corpus("c", V, blocks, blocks, optimal_val_loss=3.0, val_bytes=100)
-    same, obj = prepare_objective(compose(["objective=clm"]), corpus)
+    same, obj = prepare_objective(*_objective_cfg(["objective=clm"]), corpus)
     assert same is corpus and obj.name == "clm"
-    masked, obj = prepare_objective(compose(["objective=mlm"]), corpus)
+    masked, obj = prepare_objective(*_objective_cfg(["objective=mlm"]), corpus)
     assert obj.name == "mlm" and masked.optimal_val_loss is None and masked.val_bytes is None
     with pytest.raises(ConfigError, match="mlm.mask_prob"):
-        prepare_objective(compose(["objective=mlm", "mlm.mask_prob=0"]), corpus)
+        prepare_objective(*_objective_cfg(["objective=mlm", "mlm.mask_prob=0"]), corpus)
 
 
 def test_loss_is_on_masked_positions_only() -> None:
@@ -81,6 +86,6 @@ def test_loss_is_on_masked_positions_only() -> None:
     assert 0 < chosen.sum() < chosen.numel()
     logits = model(x)  # (B, T, V + 1)
     by_hand = F.cross_entropy(logits[chosen], y[chosen], reduction="sum")
-    assert module._loss(x, y, "sum").item() == pytest.approx(by_hand.item(), rel=1e-5)
+    assert module.nll(x, y, "sum").item() == pytest.approx(by_hand.item(), rel=1e-5)
     module.eval()
-    assert module._nll(batch, "mean").item() == pytest.approx(by_hand.item() / chosen.sum().item(), rel=1e-5)
+    assert module.loss(batch, "mean").item() == pytest.approx(by_hand.item() / chosen.sum().item(), rel=1e-5)

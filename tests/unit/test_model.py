@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from ffn_zoo import build_model
-from ffn_zoo.build import compose, model_config
+from ffn_zoo.training.build import compose, model_config
 from ffn_zoo.errors import ConfigError
-from ffn_zoo.model import ModelConfig, TransformerLM
+from ffn_zoo.nn.model import ModelConfig, TransformerLM
 
 
 def tiny(**kw) -> TransformerLM:

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from ffn_zoo.errors import UnknownNameError
-from ffn_zoo.report import measure_times, report, to_markdown, variant_row
+from ffn_zoo.analysis.report import measure_times, report, to_markdown, variant_row
 from tests.conftest import REPO
 
 BERT = ["model=bert_base"]
@@ -53,7 +53,7 @@ def test_timing_and_table() -> None:
         report(["model=tiny"], 8, variants=["nope"], timing=False)
 
 
-@pytest.mark.parametrize("entry", [["scripts/ffn_report.py"], ["-m", "ffn_zoo.report"]])
+@pytest.mark.parametrize("entry", [["-m", "ffn_zoo.analysis.report"]])
 def test_command_line(entry: list[str]) -> None:
     proc = subprocess.run([sys.executable, *entry, "model=tiny", "--seq-len", "32", "--no-time", "--variants",
                            "gelu,swiglu"], cwd=REPO, capture_output=True, text=True, timeout=120)
@@ -61,7 +61,7 @@ def test_command_line(entry: list[str]) -> None:
     assert "| swiglu | gated | 168 |" in proc.stdout
 
 def test_command_line_error_is_one_line() -> None:
-    bad = subprocess.run([sys.executable, "-m", "ffn_zoo.report", "--variants", "nope", "--no-time"], cwd=REPO,
+    bad = subprocess.run([sys.executable, "-m", "ffn_zoo.analysis.report", "--variants", "nope", "--no-time"], cwd=REPO,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and bad.stderr.strip().startswith("error: unknown ffn variant 'nope'")
     assert "Traceback" not in bad.stderr

@@ -1,0 +1,18 @@
+"""Compare a sweep: run folders -> one row per variant, tables, PNGs and a TensorBoard layout.
+
+    runs    run folders -> Run, grouped by config minus the seed -> Group
+    stats   Welch-t and paired-by-seed intervals, the rows, Δ over training
+    tables  Markdown and CSV
+    plots   PNGs and the TensorBoard custom-scalars layout
+    cli     compare() (all of the above, written to <sweep>/compare) and ``ffn-zoo-compare``
+
+Imports neither Lightning nor Hydra: reading a sweep must not pay for the training stack.
+"""
+
+from ffn_zoo.analysis.compare.cli import compare, main
+from ffn_zoo.analysis.compare.plots import LAYOUT_SUFFIX
+from ffn_zoo.analysis.compare.runs import Group, Run, find_run_dirs, group_runs, load_run, val_curve
+from ffn_zoo.analysis.compare.stats import delta_curves, paired_interval, summarize, welch_interval
+
+__all__ = ["LAYOUT_SUFFIX", "Group", "Run", "compare", "delta_curves", "find_run_dirs", "group_runs", "load_run",
+           "main", "paired_interval", "summarize", "val_curve", "welch_interval"]

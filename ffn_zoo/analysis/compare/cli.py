@@ -1,0 +1,95 @@
+"""Compare a sweep: run folders -> one row per variant (mean ± std over seeds, Δ log-ppl against a
+baseline with a Welch-t 95% interval), written as Markdown/CSV/JSON, two PNGs and a TensorBoard
+custom-scalars layout that puts every run's ``val/loss`` on one chart.
+
+    ffn-zoo-compare logs/multiruns/<time>            # or any run folders
+    ffn-zoo-compare logs/multiruns/<time> --baseline relu --paper
+    python -m ffn_zoo.analysis.compare logs/multiruns/<time>   # the same
+
+How runs are grouped: ``runs.py``; the statistics: ``stats.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from ffn_zoo.analysis.compare.plots import plot_curves, plot_delta_curves, plot_deltas, write_tensorboard_layout
+from ffn_zoo.analysis.compare.runs import find_run_dirs, group_runs, is_run_dir, load_run
+from ffn_zoo.analysis.compare.stats import delta_curves, summarize
+from ffn_zoo.analysis.compare.tables import report_text, write_csv
+from ffn_zoo.errors import FFNZooError
+
+
+def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str = "gelu", paper: bool = False,
+            band: str = "minmax", layout: bool = True) -> dict[str, Any]:
+    """Load, group, summarize and write everything; returns the JSON report."""
+    run_dirs = find_run_dirs(paths)
+    runs = [load_run(p) for p in run_dirs]
+    groups, settings, warnings = group_runs(runs)
+    problems = [r for r in runs if r.status != "ok"]
+    for s in range(len(settings)):
+        if not any(g.setting == s and g.label == baseline for g in groups):
+            warnings.append(f"setting {s + 1}: no finished {baseline!r} runs, so no Δ column "
+                            f"(choose another with --baseline)")
+    rows = summarize(groups, baseline, paper)
+    root = Path(paths[0]) if len(paths) == 1 and not is_run_dir(Path(paths[0])) else run_dirs[0].parent
+    out = Path(out) if out else root / "compare"
+    out.mkdir(parents=True, exist_ok=True)
+
+    text = report_text(rows, settings, problems, warnings, paper)
+    (out / "table.md").write_text(text)
+    write_csv(rows, out / "table.csv")
+    report = {"rows": rows, "settings": settings, "warnings": warnings,
+              "problems": [{"path": str(r.path), "status": r.status, "error": r.error,
+                            "ffn": r.config.get("ffn.name"), "seed": r.seed} for r in problems],
+              "runs": [str(p) for p in run_dirs]}
+    gaps = delta_curves(groups, baseline)  # Δ at every validation point, not only the last
+    if gaps:
+        write_csv(gaps, out / "delta_curves.csv")
+    report["delta_curves"] = gaps
+    (out / "table.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+
+    pngs = []
+    for s in range(len(settings)):
+        suffix = "" if len(settings) == 1 else f"_setting{s + 1}"
+        gs = [g for g in groups if g.setting == s]
+        if plot_curves(gs, out / f"loss_curves{suffix}.png", band):
+            pngs.append(out / f"loss_curves{suffix}.png")
+        if plot_deltas([r for r in rows if r["setting"] == s + 1], out / f"delta{suffix}.png"):
+            pngs.append(out / f"delta{suffix}.png")
+        if plot_delta_curves([r for r in gaps if r["setting"] == s + 1], out / f"delta_curves{suffix}.png"):
+            pngs.append(out / f"delta_curves{suffix}.png")
+    report["pngs"] = [str(p) for p in pngs]
+    if layout:
+        write_tensorboard_layout(root)
+    print(text, end="")
+    print(f"wrote {out}/table.md, table.csv, table.json" + (", delta_curves.csv" if gaps else "")
+          + "".join(f", {p.name}" for p in pngs))
+    if layout:
+        print(f"TensorBoard: tensorboard --logdir {root}   (Custom Scalars tab: val/loss of every run on one chart)")
+    return report
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="ffn-zoo-compare", description=__doc__.split("\n\n")[0])
+    p.add_argument("paths", nargs="+", help="sweep folders (logs/multiruns/<time>) and/or run folders")
+    p.add_argument("--baseline", default="gelu", help="variant the Δ column is measured against (default gelu)")
+    p.add_argument("--out", type=Path, help="output folder (default <sweep>/compare)")
+    p.add_argument("--paper", action="store_true", help="add Shazeer 2020 Table 1 as a reference column")
+    p.add_argument("--band", choices=("minmax", "std"), default="minmax", help="band around the mean curve")
+    p.add_argument("--no-layout", action="store_true", help="do not write the TensorBoard custom-scalars layout")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        compare(args.paths, args.out, args.baseline, args.paper, args.band, layout=not args.no_layout)
+    except FFNZooError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0

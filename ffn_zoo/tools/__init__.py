@@ -1,0 +1,2 @@
+"""User tools, each a console script and a ``python -m`` module: benchmark (``ffn-zoo-bench``), benchmark_data
+(``ffn-zoo-bench-data``), bench_act_stats (``ffn-zoo-bench-act-stats``)."""

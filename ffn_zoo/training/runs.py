@@ -1,0 +1,93 @@
+"""Run folders: how they are named, and how ``ckpt_path=last`` finds one again.
+
+    <log_dir>/runs/<time>_<overrides>/          one run       (hydra.run.dir)
+    <log_dir>/multiruns/<time>/<overrides>/     a sweep's job (hydra.sweep.dir / subdir)
+
+``<overrides>`` is Hydra's override string, in a sweep only its swept keys (:func:`dirname`). The
+yaml builds these paths through the resolvers that :func:`register_resolvers` installs, so the
+format lives here once; ``main()`` and ``compose()`` call it (importing this module registers nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+CKPT_DIR = "checkpoints"  # inside the run folder
+TIME_FORMAT = "%Y-%m-%d_%H-%M-%S"
+RUN_NAME = re.compile(r"\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_(?P<overrides>.*)")  # TIME_FORMAT, "_", the overrides
+SWEPT_KEYS_ENV = "FFNZOO_SWEPT_KEYS"  # main() puts the swept keys here, so every job names itself alike
+
+
+def swept_keys(argv: list[str]) -> list[str]:
+    """Keys a ``-m`` command line gives several values (``ffn=relu,gelu``, ``seed=range(3)``, ``glob(*)``)."""
+    keys = []
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if sep and not arg.startswith("-") and (re.search(r"^(glob|range|choice)\(", value) or
+                                                   "," in re.sub(r"\[.*?\]|\(.*?\)", "", value)):
+            keys.append(key.lstrip("+~"))
+    return keys
+
+
+def dirname(overrides: str) -> str:
+    """A run folder name from Hydra's override string: in a sweep only the swept keys (what differs between
+    its jobs, e.g. ``ffn=geglu,seed=0``); no path separators; bounded length."""
+    swept = [k for k in os.environ.get(SWEPT_KEYS_ENV, "").split(",") if k]
+    if swept:
+        parts = [p for p in overrides.split(",") if p.split("=", 1)[0] in swept]
+        overrides = ",".join(parts) or overrides
+    name = re.sub(r"[/\\]+", "_", overrides) or "default"
+    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    return name if len(name) <= 120 else f"{name[:110]}~{digest}"
+
+
+def timestamp() -> str:
+    return datetime.now().strftime(TIME_FORMAT)
+
+
+def run_name(overrides: str) -> str:
+    """A single run's folder name: ``<time>_<overrides>`` (what :data:`RUN_NAME` parses back)."""
+    return f"{timestamp()}_{dirname(overrides)}"
+
+
+def register_resolvers() -> None:
+    """The ``${ffnzoo_*:...}`` resolvers configs/train.yaml names its run folders with."""
+    from omegaconf import OmegaConf
+
+    OmegaConf.register_new_resolver("ffnzoo_dirname", dirname, replace=True)
+    # cached, as Hydra's own ${now:}: a sweep resolves its folder once per job, and all must get the same time
+    OmegaConf.register_new_resolver("ffnzoo_run_name", run_name, replace=True, use_cache=True)
+    OmegaConf.register_new_resolver("ffnzoo_time", timestamp, replace=True, use_cache=True)
+
+
+def overrides_name() -> str:
+    """This run's folder suffix (its overrides, without ckpt_path): what ``ckpt_path=last`` matches."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return dirname(HydraConfig.get().job.override_dirname) if HydraConfig.initialized() else "default"
+
+
+def find_last(log_dir: Path, name: str, exclude: Path | None = None) -> Path | None:
+    """The newest ``checkpoints/last.ckpt`` of a run or sweep job under ``log_dir`` whose overrides are ``name``."""
+    found = []
+    for ckpt in [*log_dir.glob(f"runs/*/{CKPT_DIR}/last.ckpt"), *log_dir.glob(f"multiruns/*/*/{CKPT_DIR}/last.ckpt")]:
+        run = ckpt.parent.parent
+        m = RUN_NAME.fullmatch(run.name)
+        suffix = m["overrides"] if run.parent.name == "runs" and m else run.name
+        if suffix == name and (exclude is None or run.resolve() != exclude.resolve()):
+            found.append(ckpt)
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+
+
+def flatten_dict(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``: the dotted keys a run's config is logged (HParams) and compared by."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        out.update(flatten_dict(v, key + ".") if isinstance(v, dict) else {key: v})
+    return out

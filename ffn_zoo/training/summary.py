@@ -1,0 +1,99 @@
+"""What a run says about itself: the startup banner (with a CPU-time estimate) and ``metrics.json``."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from omegaconf import DictConfig
+
+from ffn_zoo.nn.ffn import FFN_VARIANTS, FFNVariant
+from ffn_zoo.nn.flops import gemm_peak_flops, training_flops_per_token
+from ffn_zoo.nn.model import TransformerLM
+from ffn_zoo.training.lit_module import LitLM
+
+
+def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: str) -> list[str]:
+    """The startup facts, one line each."""
+    mc = model.cfg
+    variant = FFN_VARIANTS.get(cfg.ffn.name, FFNVariant(cfg.ffn.gated, cfg.ffn.activation, "custom"))
+    width = f"{mc.ffn_hidden}" + (
+        f" (parameter-matched to dense {cfg.model.d_ff})" if mc.ffn_gated and cfg.ffn.match_params else ""
+    )
+    return [
+        f"ffn      {cfg.ffn.name}: {variant.form}, FFN(x) = {variant.formula()}  [{variant.paper}]",
+        f"width    hidden {width}, bias={mc.ffn_bias}, dropout={mc.ffn_dropout}",
+        f"params   FFN {model.num_params(ffn_only=True):,} ({model.num_params(ffn_only=True) // mc.n_layers:,}/layer), "
+        f"total {model.num_params():,}",
+        f"model    {cfg.model.name}: d_model {mc.d_model}, {mc.n_layers} layers, {mc.n_heads} heads, "
+        f"{mc.norm}-LN, context {cfg.data.seq_len}, vocab {mc.vocab_size}",
+        f"data     {corpus_desc}",
+        f"budget   {cfg.trainer.max_steps} steps × {cfg.data.batch_size} × {cfg.data.seq_len} tokens, "
+        f"{cfg.optim.name} lr {cfg.optim.lr}, seed {cfg.seed}",
+        f"device   {device}, precision {cfg.impl.precision}, {torch.get_num_threads()} threads",
+    ]
+
+
+def estimate_cpu_time(model: TransformerLM, tokens: int, seq_len: int) -> str:
+    """A rough wall-time estimate on this CPU: training FLOPs / (measured GEMM peak × 0.5 MFU)."""
+    flops = training_flops_per_token(model, seq_len) * tokens
+    peak = gemm_peak_flops(seconds=0.3)
+    seconds = flops / (0.5 * peak)
+    return f"estimate ~{seconds / 3600:.1f} h on this CPU ({peak / 1e9:.0f} GFLOP/s GEMM peak, assuming 50% MFU)"
+
+
+def print_banner(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: torch.device,
+                 ckpt_path: Path | None, resume_step: int | None) -> None:
+    for line in describe(cfg, model, corpus_desc, str(device)):
+        print(line, flush=True)
+    if ckpt_path:
+        print(f"resume   {ckpt_path} at step {resume_step}", flush=True)
+    if cfg.model.name == "bert_base" and device.type == "cpu":
+        tokens = cfg.trainer.max_steps * cfg.data.batch_size * cfg.data.seq_len
+        print(f"note     BERT-base on a CPU: {estimate_cpu_time(model, tokens, cfg.data.seq_len)}; "
+              f"model=mini finishes in minutes", flush=True)
+
+
+def run_metrics(cfg: DictConfig, trainer: L.Trainer, module: LitLM, optimal_val_loss: float | None,
+                tokens_per_s: float | None, started: float, extra: dict[str, Any]) -> dict[str, Any]:
+    """``metrics.json`` of a finished run: what it was, what it reached, what it cost. ``extra``: the
+    fields other parts own (skipped steps, resume, objective, activation statistics), appended."""
+    model, val = module.model, module.last_val
+    tokens_per_step = cfg.data.batch_size * cfg.data.seq_len
+    metrics: dict[str, Any] = {
+        "status": "ok",
+        "ffn": cfg.ffn.name,
+        "activation": cfg.ffn.activation,
+        "gated": bool(cfg.ffn.gated),
+        "d_ff": model.cfg.ffn_hidden,
+        "params_total": model.num_params(),
+        "params_ffn": model.num_params(ffn_only=True),
+        "val_loss": val.get("val/loss"),
+        "val_ppl": val.get("val/ppl"),
+        "val_bpb": val.get("val/bpb"),
+        "optimal_val_ppl": math.exp(optimal_val_loss) if optimal_val_loss is not None else None,
+        "tokens_seen": trainer.global_step * tokens_per_step,
+        "train_tokens_per_s": tokens_per_s,
+        "flops_per_token": training_flops_per_token(model, cfg.data.seq_len),
+        "steps": trainer.global_step,
+        "world_size": trainer.world_size,  # processes (devices × nodes) the global batch was split over
+        "seed": cfg.seed,
+        "model": cfg.model.name,
+        "data": cfg.data.name,
+        "wall_s": time.time() - started,
+    }
+    metrics.update(extra)
+    return metrics
+
+
+def write_metrics(run_dir: Path, metrics: dict[str, Any]) -> None:
+    """``metrics.json`` into the run folder, and the one-line result."""
+    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    opt = f", optimum {metrics['optimal_val_ppl']:.2f}" if metrics["optimal_val_ppl"] else ""
+    print(f"done     val/loss {metrics['val_loss']:.4f}, val/ppl {metrics['val_ppl']:.2f}{opt}; "
+          f"{metrics['wall_s']:.0f} s -> {run_dir}", flush=True)
