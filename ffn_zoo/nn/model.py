@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from ffn_zoo.errors import ConfigError, require_positive
+from ffn_zoo.errors import ConfigError, UnknownNameError, require_positive
 from ffn_zoo.nn.ffn import make_ffn
 
 
@@ -31,7 +32,8 @@ class ModelConfig:
     dropout: float = 0.0
     bias: bool = False  # bias in attention projections and LayerNorms (FFN bias is the FFN's own setting)
     causal: bool = True
-    init_std: float = 0.02
+    init: str = "gpt2"  # a key of INITS: how the weights start
+    init_std: float = 0.02  # init=gpt2's std
     # the FFN: its two axes and its final hidden width
     ffn_gated: bool = False
     ffn_activation: str = "gelu"
@@ -49,6 +51,8 @@ class ModelConfig:
                 f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}; "
                 f"pick n_heads from {[h for h in range(1, self.d_model + 1) if self.d_model % h == 0 and h <= 64]}"
             )
+        if self.init not in INITS:
+            raise UnknownNameError("model.init", self.init, INITS)
         if self.norm not in ("pre", "post"):
             raise ConfigError(f"model.norm={self.norm!r}; valid: pre, post")
         for name in ("dropout", "ffn_dropout"):
@@ -108,20 +112,10 @@ class TransformerLM(nn.Module):
         self.final_norm = nn.LayerNorm(cfg.d_model, bias=cfg.bias) if cfg.norm == "pre" else nn.Identity()
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.head.weight = self.tok_emb.weight  # tied: saves vocab·d parameters, standard since Press & Wolf 2017
-        self._init_weights()
-
-    def _init_weights(self) -> None:
-        """Normal(0, 0.02); the projections that write into the residual stream get 0.02/√(2·layers)
-        so the residual variance does not grow with depth (GPT-2)."""
-        std = self.cfg.init_std
-        for name, p in self.named_parameters():
-            if p.dim() < 2:
-                continue  # biases, norms and scalar activation parameters keep their own init
-            scaled = name.endswith(("attn.out.weight", "ffn.w_out.weight"))
-            nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * self.cfg.n_layers) if scaled else std)
-        for name, p in self.named_parameters():
-            if name.endswith(".bias"):
-                nn.init.zeros_(p)
+        init = INITS[cfg.init]
+        # T5 reads the tied head at d_model^-0.5: with N(0, 1) embeddings the logits then start at std ~1
+        self.head_scale = cfg.d_model ** -0.5 if init.scaled_head else None
+        init.apply(self)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:  # (B, T) int64
         T = idx.shape[1]
@@ -131,7 +125,10 @@ class TransformerLM(nn.Module):
         x = self.drop(self.emb_norm(self.tok_emb(idx) + self.pos_emb(pos)))  # (B, T, C)
         for block in self.blocks:
             x = block(x)  # (B, T, C)
-        return self.head(self.final_norm(x))  # (B, T, V)
+        x = self.final_norm(x)  # (B, T, C)
+        if self.head_scale is not None:
+            x = x * self.head_scale  # init=fan_in: T5's tied-embedding softmax
+        return self.head(x)  # (B, T, V)
 
     def ffn_modules(self) -> list[nn.Module]:
         return [block.ffn for block in self.blocks]
@@ -140,3 +137,65 @@ class TransformerLM(nn.Module):
         """Unique parameters (the tied head counted once); ``ffn_only`` counts the FFN blocks alone."""
         params = (p for f in self.ffn_modules() for p in f.parameters()) if ffn_only else self.parameters()
         return sum(p.numel() for p in {id(p): p for p in params}.values())
+
+
+# ---- model.init: name -> how the weights start ------------------------------------------------------------------
+
+def _zero_biases(model: nn.Module) -> None:
+    for name, p in model.named_parameters():
+        if name.endswith(".bias"):
+            nn.init.zeros_(p)
+
+
+def init_gpt2(model: TransformerLM) -> None:
+    """Normal(0, init_std) for every matrix, embeddings included; the projections that write into the residual
+    stream get init_std/√(2·layers) so the residual variance does not grow with depth (GPT-2)."""
+    std = model.cfg.init_std
+    for name, p in model.named_parameters():
+        if p.dim() < 2:
+            continue  # biases, norms and scalar activation parameters keep their own init
+        scaled = name.endswith(("attn.out.weight", "ffn.w_out.weight"))
+        nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * model.cfg.n_layers) if scaled else std)
+    _zero_biases(model)
+
+
+def init_fan_in(model: TransformerLM) -> None:
+    """Mesh-TensorFlow's variance scaling, as T5 and Shazeer 2020's GLU runs were initialised.
+
+    Every projection W (out, in) draws with σ = 1/√in: no depth scaling, no correction for the gate × up product.
+    As in mesh-tf, the FFN matrices (``mtf.layers.dense`` -> ``VarianceScalingInitializer``) come from TF1's
+    ``truncated_normal_initializer``: N(0, σ²) redrawn outside ±2σ, without a variance correction, so their
+    measured std is 0.880·σ; the attention matrices (``AttentionParams``) are plain N(0, σ²). T5 folds the
+    1/√d_head of the attention logits into W_q (σ = 1/√(d·d_head)); our attention scales the logits itself
+    (scaled_dot_product_attention), so W_q keeps σ = 1/√d, the same function at init. Embedding tables are
+    N(0, 1) (mesh-tf ``embedding_weights``); T5 has no position table, ours gets the token table's N(0, 1). With
+    the head tied, T5 multiplies the final hidden state by d_model^-0.5 before it (``head_scale``, INITS entry).
+    """
+    for name, p in model.named_parameters():
+        if p.dim() < 2:
+            continue
+        if name in ("tok_emb.weight", "pos_emb.weight"):
+            nn.init.normal_(p, mean=0.0, std=1.0)
+            continue
+        sigma = p.shape[1] ** -0.5  # nn.Linear weight is (out, in)
+        if ".ffn." in name:
+            nn.init.trunc_normal_(p, mean=0.0, std=sigma, a=-2 * sigma, b=2 * sigma)
+        else:
+            nn.init.normal_(p, mean=0.0, std=sigma)
+    _zero_biases(model)
+
+
+@dataclass(frozen=True)
+class Init:
+    """A named initialisation (``model.init``)."""
+
+    apply: Callable[[TransformerLM], None]
+    scaled_head: bool  # the tied head reads final_norm(x)·d_model^-0.5
+    summary: str
+
+
+INITS: dict[str, Init] = {
+    "gpt2": Init(init_gpt2, False, "N(0, init_std), residual outputs /√(2·layers)  [Radford et al. 2019, GPT-2]"),
+    "fan_in": Init(init_fan_in, True, "σ = 1/√fan_in for every projection (FFN truncated at ±2σ), embeddings "
+                   "N(0, 1), head input ×d_model^-0.5  [mesh-tensorflow / T5, Raffel et al. 2020; Shazeer 2020]"),
+}

@@ -62,7 +62,7 @@ def model_config(cfg: DictConfig, vocab_size: int | None = None) -> ModelConfig:
     return ModelConfig(
         vocab_size=int(vocab), seq_len=m.seq_len, d_model=m.d_model, n_layers=m.n_layers, n_heads=m.n_heads,
         norm=m.norm, dropout=m.dropout, bias=m.bias, causal=cfg.objective != "mlm",
-        init_std=m.init_std, ffn_gated=f.gated, ffn_activation=f.activation,
+        init=m.init, init_std=m.init_std, ffn_gated=f.gated, ffn_activation=f.activation,
         ffn_hidden=ffn_hidden(f, m.d_ff), ffn_bias=f.bias, ffn_dropout=f.dropout,
     )
 

@@ -26,9 +26,84 @@ def _adamw(model: nn.Module, cfg: Mapping[str, Any]) -> torch.optim.Optimizer:
     )
 
 
+class Adafactor(torch.optim.Optimizer):
+    """Adafactor as mesh-tensorflow's ``AdafactorOptimizer`` computes it, the optimizer T5 and Shazeer 2020 trained
+    with (Shazeer & Stern 2018, "Adafactor: Adaptive Learning Rates with Sublinear Memory Cost").
+
+    For each parameter W at step t = 1, 2, ... with gradient G:
+
+        V_t = β_t·V_{t-1} + (1 - β_t)·(G² + eps1),   β_t = 1 - t^-decay_exponent   (no bias correction needed)
+        U_t = G / √V_t,  then U_t /= max(1, RMS(U_t) / clip_threshold)             (update clipping)
+        W  -= ρ_t · max(eps2, RMS(W)) · U_t,          ρ_t = min(lr_t, 1/√t)          (relative step)
+
+    No momentum (mesh-tf's beta1 = 0). A matrix whose dims are both >= ``factor_min_dim`` keeps only the row and
+    column means R, C of V (V ≈ R·Cᵀ / mean(R)); smaller matrices and vectors keep the full V. ``lr_t`` is the
+    scheduled lr (T5: inverse_sqrt, 1e-2 held for 10⁴ steps, so ρ_t = 1/√max(t, 10⁴)).
+
+    How ``torch.optim.Adafactor`` (torch 2.13) differs, and why this class exists:
+    - it factors every matrix; mesh-tf/T5 (``min_dim_size_to_factor = 128``) keeps a full V for a matrix with a
+      dim < 128: the two agree for d_model >= 128 (model=mini, bert_base), not for model=tiny;
+    - it clamps √V at eps1 (default: float32 machine eps) instead of adding eps1 = 1e-30 to G²;
+    - its lr is also the decoupled weight-decay coefficient; mesh-tf has no weight decay (ours: lr·weight_decay,
+      as torch, 0 in configs/optim/adafactor.yaml).
+    The relative step, the RMS(W) scaling (eps2 1e-3), the 1 - t^-0.8 decay and update clipping are the same.
+    """
+
+    def __init__(self, params: Any, *, lr: float, decay_exponent: float, eps1: float, eps2: float,
+                 clip_threshold: float, factor_min_dim: int, scale_by_param_rms: bool, weight_decay: float) -> None:
+        defaults = dict(lr=lr, decay_exponent=decay_exponent, eps1=eps1, eps2=eps2, clip_threshold=clip_threshold,
+                        factor_min_dim=factor_min_dim, scale_by_param_rms=scale_by_param_rms,
+                        weight_decay=weight_decay)
+        super().__init__(params, defaults)
+
+    @staticmethod
+    def _rms(x: torch.Tensor) -> torch.Tensor:
+        return x.square().mean().sqrt()
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], torch.Tensor] | None = None) -> torch.Tensor | None:
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad.float()  # (n, m) or (n,)
+                state = self.state[p]
+                if not state:
+                    state["step"] = torch.tensor(0.0)
+                    if g.dim() == 2 and min(g.shape) >= group["factor_min_dim"]:
+                        state["row"] = g.new_zeros(g.shape[0])  # (n,) mean of V over columns
+                        state["col"] = g.new_zeros(g.shape[1])  # (m,) mean of V over rows
+                    else:
+                        state["v"] = torch.zeros_like(g)
+                state["step"] += 1
+                t = state["step"].item()
+                mix = t ** -group["decay_exponent"]  # 1 - β_t: 1 at the first step
+                g2 = g.square() + group["eps1"]
+                if "row" in state:
+                    row, col = state["row"].lerp_(g2.mean(1), mix), state["col"].lerp_(g2.mean(0), mix)
+                    u = g * (row / row.mean()).rsqrt()[:, None] * col.rsqrt()[None, :]  # (n, m)
+                else:
+                    u = g * state["v"].lerp_(g2, mix).rsqrt()
+                u /= (self._rms(u) / group["clip_threshold"]).clamp(min=1.0)
+                rho = min(group["lr"], t ** -0.5)
+                scale = rho * self._rms(p.float()).clamp(min=group["eps2"]) if group["scale_by_param_rms"] else rho
+                if group["weight_decay"]:
+                    p.mul_(1 - group["lr"] * group["weight_decay"])
+                p.sub_((u * scale).to(p.dtype))
+        return loss
+
+
 def _adafactor(model: nn.Module, cfg: Mapping[str, Any]) -> torch.optim.Optimizer:
-    # torch's Adafactor (factored second moments, as T5 / Shazeer 2020 trained with)
-    return torch.optim.Adafactor(param_groups(model, cfg["weight_decay"]), lr=cfg["lr"], eps=(None, 1e-3))
+    return Adafactor(
+        param_groups(model, cfg["weight_decay"]), lr=cfg["lr"], decay_exponent=cfg["decay_exponent"],
+        eps1=cfg["eps1"], eps2=cfg["eps2"], clip_threshold=cfg["clip_threshold"],
+        factor_min_dim=cfg["factor_min_dim"], scale_by_param_rms=cfg["scale_by_param_rms"],
+        weight_decay=cfg["weight_decay"],
+    )
 
 
 OPTIMIZERS: dict[str, Callable[[nn.Module, Mapping[str, Any]], torch.optim.Optimizer]] = {
@@ -73,3 +148,16 @@ def warmup_steps_of(cfg: Mapping[str, Any], total_steps: int) -> int:
     if w < 0:
         raise ConfigError(f"optim.warmup={w} must be >= 0 (steps, or a fraction of trainer.max_steps if < 1)")
     return int(round(w * total_steps)) if w < 1 else int(w)
+
+
+def describe_optim(cfg: Mapping[str, Any], total_steps: int) -> str:
+    """The effective optimizer settings as one start-up line (what a preset or the command line left in force)."""
+    warmup = warmup_steps_of(cfg, total_steps)
+    lr = f"relative step lr {cfg['lr']:g} (× RMS of each parameter)" if cfg["name"] == "adafactor" else f"lr {cfg['lr']:g}"
+    if cfg["schedule"] == "inverse_sqrt":
+        schedule = f"inverse_sqrt: held {warmup} steps, then × √({warmup}/t)"
+    elif cfg["schedule"] == "constant":
+        schedule = f"constant after {warmup} warm-up steps"
+    else:
+        schedule = f"{cfg['schedule']} to {cfg['min_lr_ratio']:g}·lr after {warmup} warm-up steps"
+    return f"optim    {cfg['name']}, {lr}, {schedule}, grad clip {cfg['grad_clip'] or 'off'}"

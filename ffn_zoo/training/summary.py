@@ -14,8 +14,9 @@ from omegaconf import DictConfig
 
 from ffn_zoo.nn.ffn import FFN_VARIANTS, FFNVariant
 from ffn_zoo.nn.flops import gemm_peak_flops, training_flops_per_token
-from ffn_zoo.nn.model import TransformerLM
+from ffn_zoo.nn.model import INITS, TransformerLM
 from ffn_zoo.training.lit_module import LitLM
+from ffn_zoo.training.optim import describe_optim
 
 
 def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: str) -> list[str]:
@@ -32,9 +33,10 @@ def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: st
         f"total {model.num_params():,}",
         f"model    {cfg.model.name}: d_model {mc.d_model}, {mc.n_layers} layers, {mc.n_heads} heads, "
         f"{mc.norm}-LN, context {cfg.data.seq_len}, vocab {mc.vocab_size}",
+        f"init     {mc.init}: {INITS[mc.init].summary}",
         f"data     {corpus_desc}",
-        f"budget   {cfg.trainer.max_steps} steps × {cfg.data.batch_size} × {cfg.data.seq_len} tokens, "
-        f"{cfg.optim.name} lr {cfg.optim.lr}, seed {cfg.seed}",
+        f"budget   {cfg.trainer.max_steps} steps × {cfg.data.batch_size} × {cfg.data.seq_len} tokens, seed {cfg.seed}",
+        describe_optim(cfg.optim, cfg.trainer.max_steps),
         f"device   {device}, precision {cfg.impl.precision}, {torch.get_num_threads()} threads",
     ]
 

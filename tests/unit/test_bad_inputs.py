@@ -41,6 +41,7 @@ SETTINGS = [  # (overrides, what the one-line message must say)
     (["data.batch_size=0"], r"data.batch_size must be > 0, got 0"),
     (["data.batch_size=-1"], r"data.batch_size must be > 0, got -1"),
     (["data.val_batch_size=0"], r"data.val_batch_size must be > 0"),
+    (["model.init=xavier"], r"unknown model.init 'xavier'; valid: fan_in, gpt2"),
     (["optim.lr=0"], r"optim.lr must be > 0, got 0"),
     (["optim.lr=-1e-3"], r"optim.lr must be > 0, got -0.001"),
     (["optim.warmup=-1"], r"optim.warmup=-1 must be >= 0"),

@@ -70,8 +70,8 @@ def report_text(rows: Sequence[dict[str, Any]], settings: Sequence[dict[str, Any
 
 
 def _common_settings(settings: Sequence[dict[str, Any]]) -> str:
-    keys = ("model.name", "data.name", "data.seq_len", "data.batch_size", "trainer.max_steps", "optim.name",
-            "optim.lr", "optim.warmup", "optim.schedule")
+    keys = ("model.name", "model.init", "data.name", "data.seq_len", "data.batch_size", "trainer.max_steps",
+            "optim.name", "optim.lr", "optim.warmup", "optim.schedule")
     common = {k: settings[0].get(k) for k in keys if all(s.get(k) == settings[0].get(k) for s in settings)}
     return ", ".join(f"{k}={v}" for k, v in common.items() if v is not None)
 

@@ -1,0 +1,47 @@
+"""Per-optimizer settings belong to the optimizer: a preset selects an optimizer config and never sets optim.*,
+so `experiment=X optim=Y` runs Y at Y's own settings, and the presets compose the AdamW they always had."""
+
+import pytest
+
+from ffn_zoo.training.build import CONFIG_DIR, compose
+from ffn_zoo.training.optim import describe_optim
+
+PRESETS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
+OPTIMIZERS = sorted(p.stem for p in (CONFIG_DIR / "optim").glob("*.yaml"))
+
+# the AdamW the presets composed before optimizer configs carried them (commit 65a596c): their results stand
+ADAMW = {"name": "adamw", "lr": 1e-3, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1, "fused": True,
+         "warmup": 0.1, "schedule": "cosine", "min_lr_ratio": 0.1, "grad_clip": 1.0}
+BEFORE = {
+    "glu_variants_cpu": {**ADAMW, "warmup": 0.2},
+    "glu_variants_toy": {**ADAMW, "warmup": 0.2},
+    "glu_variants_c4": {**ADAMW, "warmup": 10000},
+}
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_preset_composes_the_adamw_it_always_had(preset: str) -> None:
+    assert dict(compose([f"experiment={preset}"]).optim) == BEFORE[preset]
+
+
+@pytest.mark.parametrize("optim", OPTIMIZERS)
+@pytest.mark.parametrize("preset", PRESETS)
+def test_preset_never_clobbers_the_optimizers_settings(preset: str, optim: str) -> None:
+    assert compose([f"experiment={preset}", f"optim={optim}"]).optim == compose([f"optim={optim}"]).optim
+
+
+def test_cpu_preset_with_adafactor_runs_t5s_adafactor() -> None:
+    cfg = compose(["experiment=glu_variants_cpu", "optim=adafactor"])
+    o = cfg.optim
+    assert (o.name, o.lr, o.schedule, o.warmup, o.grad_clip) == ("adafactor", 1e-2, "inverse_sqrt", 10000, None)
+    assert cfg.model.name == "mini" and cfg.trainer.max_steps == 240  # the rest of the preset still applies
+
+
+def test_startup_line_says_the_effective_optimizer() -> None:
+    cpu = compose(["experiment=glu_variants_cpu"])
+    assert describe_optim(cpu.optim, cpu.trainer.max_steps) == (
+        "optim    adamw, lr 0.001, cosine to 0.1·lr after 48 warm-up steps, grad clip 1.0")
+    t5 = compose(["experiment=glu_variants_cpu", "optim=adafactor"])
+    line = describe_optim(t5.optim, t5.trainer.max_steps)
+    assert line.startswith("optim    adafactor, relative step lr 0.01") and "inverse_sqrt: held 10000 steps" in line
+    assert line.endswith("grad clip off") and "\n" not in line
