@@ -88,6 +88,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        if len(args.paths) == 1 and (Path(args.paths[0]) / "tuning.json").is_file():  # made by ffn_zoo.tools.tune
+            from ffn_zoo.analysis.tuned import compare_tuned  # shared lr and own lr side by side
+
+            compare_tuned(args.paths[0], args.baseline, args.out)
+            return 0
         compare(args.paths, args.out, args.baseline, args.paper, args.band, layout=not args.no_layout)
     except FFNZooError as e:
         print(f"error: {e}", file=sys.stderr)
