@@ -12,7 +12,8 @@
 
 Every run is a normal run folder made by ``python -m ffn_zoo.train -m ...`` under ``<out>/tune/`` or ``<out>/seeds/``.
 A run whose folder already holds a finished run of the same composed config (compare's grouping key plus the
-seed) is reused, not re-run, so the command can be repeated, extended (more lrs, more seeds) or resumed.
+seed) is reused, not re-run, so the command can be repeated, extended (more lrs, more seeds) or resumed; a seed
+run that trains exactly as a tuning run did (``--tune-steps`` = ``trainer.max_steps``, same seed) reuses it too.
 """
 
 from __future__ import annotations
