@@ -50,7 +50,8 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     L.seed_everything(cfg.seed, workers=True, verbose=False)  # init depends on the seed only, not on data prep
     corpus, objective = prepare_objective(cfg.objective, cfg.mlm, corpus)  # clm (default) or mlm (adds [MASK])
     model = TransformerLM(model_config(cfg, vocab_size=model_vocab_size(objective.name, corpus.vocab_size)))
-    module = LitLM(model, cfg.optim, cfg.trainer.max_steps, corpus.optimal_val_loss, corpus.val_bytes, objective)
+    module = LitLM(model, cfg.optim, cfg.trainer.max_steps, corpus.optimal_val_loss, corpus.val_bytes, objective,
+                   val_sets=[(name, s.val_bytes) for name, s in corpus.extra_val.items()])  # data.extra_val
     datamodule = LMDataModule(corpus, cfg.data.batch_size, cfg.data.val_batch_size, cfg.seed, cfg.impl.num_workers)
     ckpt_path = resolve_ckpt_path(cfg, run_dir)  # None: a fresh run (runs.py says where "last" looks)
     resume_step = check_checkpoint(ckpt_path, module, cfg) if ckpt_path else None  # names the first mismatch
@@ -71,6 +72,8 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     )
     if trainer.is_global_zero:
         print_banner(cfg, model, corpus.description, trainer.strategy.root_device, ckpt_path, resume_step)
+        for name, held_out in corpus.extra_val.items():  # data.extra_val
+            print(f"val set  {name}: {held_out.description}", flush=True)
     if cfg.impl.compile:
         # in place (nn.Module.compile): parameter names, hence checkpoints, are the same compiled or not, so a
         # run may resume with impl.compile flipped; torch.compile(model) would prefix every key with _orig_mod.
@@ -89,6 +92,7 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         "resumed_from": str(ckpt_path) if ckpt_path else None,
         "objective": objective.name,
         **(act_stats.final_metrics() if act_stats else {}),  # instruments.py
+        **module.extra_val_metrics(),  # data.extra_val: val_<name>_loss, _ppl, _bpb
     })
     if trainer.is_global_zero:
         log_hparams(trainer.logger, cfg, metrics)

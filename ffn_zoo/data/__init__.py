@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from ffn_zoo.data.blocks import Corpus
-from ffn_zoo.data.c4 import build_c4
+from ffn_zoo.data.c4 import build_c4, build_local_shards
+from ffn_zoo.data.extra_val import build_extra_val
 from ffn_zoo.data.text import build_text
 from ffn_zoo.data.toy import ToyHMM, toy_splits
 from ffn_zoo.errors import UnknownNameError
@@ -25,10 +26,11 @@ def build_toy(cfg: Mapping[str, Any]) -> Corpus:
     )
 
 
-# name -> builder. Real text: C4 (hub stream or local shards), local text files and their presets.
+# name -> builder. Real text: C4 (hub stream or local shards), Wikipedia (local shards), local text files and presets.
 CORPORA: dict[str, Callable[[Mapping[str, Any]], Corpus]] = {
     "toy": build_toy,
     "c4": build_c4,
+    "wikipedia": build_local_shards,
     "text": build_text,
     "tinyshakespeare": build_text,
     "wikitext2": build_text,
@@ -40,7 +42,9 @@ def build_corpus(cfg: Mapping[str, Any]) -> Corpus:
     name = cfg["name"]
     if name not in CORPORA:
         raise UnknownNameError("data", name, CORPORA)
-    return CORPORA[name](cfg)
+    corpus = CORPORA[name](cfg)
+    corpus.extra_val = build_extra_val(cfg, corpus.tokenizer)  # tokenized with the run's tokenizer
+    return corpus
 
 
 __all__ = ["CORPORA", "Corpus", "build_corpus"]

@@ -9,7 +9,7 @@ with the same seed sees the same data in the same order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
@@ -19,6 +19,7 @@ from torch.utils.data import Dataset, Sampler
 from ffn_zoo.errors import DataError
 
 if TYPE_CHECKING:
+    from ffn_zoo.data.extra_val import ValSet
     from ffn_zoo.data.stream import TokenStream
     from ffn_zoo.data.tokenizer import Tokenizer
 
@@ -36,6 +37,7 @@ class Corpus:
     description: str = ""
     train_stream: TokenStream | None = None  # an endless packed stream instead of train blocks (hub C4)
     tokenizer: Tokenizer | None = None  # real text: what made the ids (None for the toy corpus)
+    extra_val: dict[str, ValSet] = field(default_factory=dict)  # data.extra_val: more held-out sets, by name
 
     def __post_init__(self) -> None:
         if (self.train is None) == (self.train_stream is None):

@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-import numpy as np
-
 from ffn_zoo.data.blocks import Corpus
 from ffn_zoo.data.cache import TokenCache, cache_root, file_identity, fingerprint
 from ffn_zoo.data.files import expand_files, iter_documents
-from ffn_zoo.data.finite import build_packed_corpus, cut_validation
-from ffn_zoo.data.pack import blocks_of, documents_in, n_blocks, pack_stream, storage_dtype
+from ffn_zoo.data.finite import build_packed_corpus, cached_validation
+from ffn_zoo.data.pack import blocks_of
 from ffn_zoo.data.stream import TokenStream
 from ffn_zoo.data.tokenizer import build_tokenizer
 from ffn_zoo.errors import ConfigError, DataError, require_positive
@@ -43,17 +41,29 @@ def local_files(cfg: Mapping[str, Any]) -> tuple[list[Path], list[Path]] | None:
     if train is None or val is None:
         missing = "data.val_files" if val is None else "data.train_files"
         raise ConfigError(f"{missing} is not set; give both data.train_files and data.val_files, or data.data_dir")
-    return expand_files(train, "data.train_files"), expand_files(val, "data.val_files")
+    train, shards = expand_files(train, "data.train_files"), cfg.get("train_shards")
+    require_positive(**{"data.train_shards": shards})
+    if shards is not None and shards > len(train):
+        raise ConfigError(f"data.train_shards={shards} but data.train_files gives only {len(train)} files")
+    return train[:shards], expand_files(val, "data.val_files")
 
 
 def build_c4(cfg: Mapping[str, Any]) -> Corpus:
     files = local_files(cfg)
     if files is None:
         return build_c4_hub(cfg)
+    return build_local_shards(cfg, files)
+
+
+def build_local_shards(cfg: Mapping[str, Any], files: tuple[list[Path], list[Path]] | None = None) -> Corpus:
+    """JSON-lines shards (local C4, ``data=wikipedia``): read, tokenized, packed and cached once."""
+    files = files or local_files(cfg)
+    if files is None:
+        raise ConfigError(f"data={cfg['name']} needs data.train_files and data.val_files (files, globs or lists)")
     train, val = files
     field = cfg.get("text_field") or "text"
     return build_packed_corpus(
-        "c4", cfg, {"train": file_identity(train), "val": file_identity(val), "field": field},
+        cfg["name"], cfg, {"train": file_identity(train), "val": file_identity(val), "field": field},
         lambda: iter_documents(train, field), lambda: iter_documents(val, field),
         train_label=", ".join(map(str, train)), val_label=", ".join(map(str, val)),
     )
@@ -114,20 +124,9 @@ def build_c4_hub(cfg: Mapping[str, Any]) -> Corpus:
     tok = build_tokenizer(cfg.get("tokenizer"), hub_id, lambda: hub_texts(cfg, train_split), root)
 
     cache = TokenCache(root, f"c4hub-{fingerprint(hub_id, tok.fingerprint, seq_len, val_tokens)}")
-    hit = cache.load(["val"])
-    if hit is not None:
-        arrays, meta = hit
-        val = np.asarray(arrays["val"], dtype=np.int32)
-        where = f"cached {cache.dir}"
-    else:
-        split = cfg.get("hub_val_split") or "validation"
-        val = cut_validation(pack_stream(hub_texts(cfg, split), tok, val_tokens + 1), seq_len, val_tokens)
-        if n_blocks(len(val), seq_len) == 0:
-            raise DataError(f"{cfg['hub_name']} ({split}): fewer tokens than one block of data.seq_len={seq_len}")
-        meta = {"vocab_size": tok.vocab_size, "tokenizer": tok.fingerprint, "val_tokens": int(len(val) - 1),
-                "val_bytes": tok.text_bytes(val[1:]), "val_docs": documents_in(val, tok.eot_id)}
-        cache.save({"val": val.astype(storage_dtype(tok.vocab_size))}, meta)
-        where = f"tokenized, cached in {cache.dir}"
+    split = cfg.get("hub_val_split") or "validation"
+    val, meta, where = cached_validation(cache, lambda: hub_texts(cfg, split), tok, seq_len, val_tokens,
+                                         f"{cfg['hub_name']} ({split})")
     docs = HubDocs(dict(cfg))
     # fail before training if the training split cannot be opened (hub unreachable, bad name)
     next(hub_texts(cfg, train_split), None)

@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 import lightning as L
+import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
@@ -45,11 +46,18 @@ class LMDataModule(L.LightningDataModule):
             persistent_workers=self.num_workers > 0,
         )
 
-    def val_dataloader(self) -> DataLoader:
+    def _val_loader(self, blocks: np.ndarray) -> DataLoader:
         rank, world = self._rank_world()
-        rows = list(range(rank, len(self.corpus.val), world))  # each rank a disjoint share; sums are all-reduced
+        rows = list(range(rank, len(blocks), world))  # each rank a disjoint share; sums are all-reduced
         batches = [rows[i : i + self.val_batch_size] for i in range(0, len(rows), self.val_batch_size)]
-        return DataLoader(Blocks(self.corpus.val), sampler=batches, batch_size=None)
+        return DataLoader(Blocks(blocks), sampler=batches, batch_size=None)
+
+    def val_dataloader(self) -> DataLoader | list[DataLoader]:
+        """The main split; with data.extra_val, a list: the main split first (dataloader 0), then each set."""
+        main = self._val_loader(self.corpus.val)
+        if not self.corpus.extra_val:
+            return main
+        return [main, *(self._val_loader(s.val) for s in self.corpus.extra_val.values())]
 
     def state_dict(self) -> dict[str, Any]:
         return {"seed": self.seed, "batch_size": self.batch_size}

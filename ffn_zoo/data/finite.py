@@ -13,7 +13,7 @@ import numpy as np
 from ffn_zoo.data.blocks import Corpus
 from ffn_zoo.data.cache import TokenCache, cache_root, fingerprint
 from ffn_zoo.data.pack import Document, blocks_of, documents_in, n_blocks, pack_stream, storage_dtype
-from ffn_zoo.data.tokenizer import build_tokenizer
+from ffn_zoo.data.tokenizer import Tokenizer, build_tokenizer
 from ffn_zoo.errors import ConfigError, DataError, require_positive
 
 
@@ -30,6 +30,26 @@ def cut_validation(stream: np.ndarray, seq_len: int, val_tokens: int | None) -> 
     if val_tokens is not None:
         n = min(n, val_tokens // seq_len)
     return stream[: n * seq_len + 1] if n else stream[:0]
+
+
+def cached_validation(
+    cache: TokenCache, docs: Callable[[], Iterable[Document]], tok: Tokenizer, seq_len: int, val_tokens: int | None,
+    label: str,
+) -> tuple[np.ndarray, dict[str, Any], str]:
+    """A validation prefix (the first ``val_tokens`` scored targets, whole blocks) as int32, its metadata and where it
+    came from: the cache, or ``docs()`` packed now and cached. Used by the hub's C4 and by data.extra_val."""
+    hit = cache.load(["val"])
+    if hit is not None:
+        arrays, meta = hit
+        return np.asarray(arrays["val"], dtype=np.int32), meta, f"cached {cache.dir}"
+    val = pack_stream(docs(), tok, None if val_tokens is None else val_tokens + 1, dtype=storage_dtype(tok.vocab_size))
+    if n_blocks(len(val), seq_len) == 0:
+        raise DataError(f"{label} gives {max(len(val) - 1, 0)} tokens, fewer than one block of data.seq_len={seq_len}")
+    val = cut_validation(val, seq_len, val_tokens)
+    meta = {"vocab_size": tok.vocab_size, "tokenizer": tok.fingerprint, "val_tokens": int(len(val) - 1),
+            "val_bytes": tok.text_bytes(val[1:]), "val_docs": documents_in(val, tok.eot_id)}
+    cache.save({"val": val}, meta)
+    return val.astype(np.int32), meta, f"tokenized, cached in {cache.dir}"  # int32, as a cache hit loads it
 
 
 def build_packed_corpus(
@@ -61,8 +81,9 @@ def build_packed_corpus(
         train, val = np.asarray(arrays["train"], dtype=np.int32), np.asarray(arrays["val"], dtype=np.int32)
         where = f"cached {cache.dir}"
     else:
-        train = pack_stream(take(train_docs(), limit), tok)
-        val = pack_stream(val_docs(), tok, None if val_tokens is None else val_tokens + 1)
+        dtype = storage_dtype(tok.vocab_size)  # uint16 for vocabularies up to 65,536: half of int32's memory
+        train = pack_stream(take(train_docs(), limit), tok, dtype=dtype, progress=f"{name} train")
+        val = pack_stream(val_docs(), tok, None if val_tokens is None else val_tokens + 1, dtype=dtype)
         for split, stream, label in (("train", train, train_label), ("validation", val, val_label)):
             if n_blocks(len(stream), seq_len) == 0:
                 raise DataError(
@@ -75,8 +96,8 @@ def build_packed_corpus(
             "train_tokens": int(len(train)), "val_tokens": int(len(val) - 1), "val_bytes": tok.text_bytes(val[1:]),
             "val_docs": documents_in(val, tok.eot_id),
         }
-        dtype = storage_dtype(tok.vocab_size)
-        cache.save({"train": train.astype(dtype), "val": val.astype(dtype)}, meta)
+        cache.save({"train": train, "val": val}, meta)
+        train, val = train.astype(np.int32), val.astype(np.int32)  # as a cache hit loads them
         where = f"tokenized, cached in {cache.dir}"
     corpus = Corpus(
         name=name, vocab_size=tok.vocab_size, train=blocks_of(train, seq_len), val=blocks_of(val, seq_len),

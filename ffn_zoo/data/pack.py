@@ -9,6 +9,8 @@ token after the first is a target exactly once, and only the incomplete tail (< 
 
 from __future__ import annotations
 
+import sys
+import time
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -31,11 +33,17 @@ Document = str | list[str]  # a document, or a long one as pieces tokenized in p
 
 
 def pack_stream(
-    docs: Iterable[Document], tok: Tokenizer, max_tokens: int | None = None, chunk: int = 256
+    docs: Iterable[Document], tok: Tokenizer, max_tokens: int | None = None, chunk: int = 256,
+    dtype: type = np.int32, progress: str | None = None,
 ) -> np.ndarray:
-    """``EOT doc EOT doc ... EOT`` as one int32 array; stops after the document that reaches ``max_tokens``."""
-    eot = np.array([tok.eot_id], dtype=np.int32)
-    out, n = [eot], 1
+    """``EOT doc EOT doc ... EOT`` as one ``dtype`` array; stops after the document that reaches ``max_tokens``.
+
+    Pieces are kept in ``dtype`` as they come (uint16 for a BPE vocabulary: 2 bytes a token, so ~50 M tokens
+    hold ~100 MB, twice that while joined); ``progress`` names the stream in a line to stderr every ~10 s.
+    """
+    eot = np.array([tok.eot_id], dtype=dtype)
+    out, n, n_docs = [eot], 1, 0
+    started = last_report = time.monotonic()
     for group in batched(docs, chunk):
         parts = [[d] if isinstance(d, str) else list(d) for d in group]
         # one call for the whole group: the Rust tokenizer encodes it in parallel
@@ -43,12 +51,17 @@ def pack_stream(
         for doc in parts:
             for _ in doc:
                 piece = next(ids)
-                out.append(piece.astype(np.int32, copy=False))
+                out.append(piece.astype(dtype, copy=False))
                 n += len(piece)
             out.append(eot)
             n += 1
+            n_docs += 1
             if max_tokens is not None and n >= max_tokens:
                 return np.concatenate(out)
+        if progress and time.monotonic() - last_report > 10:
+            last_report = time.monotonic()
+            print(f"tokenizing {progress}: {n:,} tokens, {n_docs:,} documents, {last_report - started:.0f} s",
+                  file=sys.stderr, flush=True)
     return np.concatenate(out)
 
 

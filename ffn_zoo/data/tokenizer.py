@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -76,7 +77,8 @@ class HFTokenizer:
             self._byte_lengths = lengths
 
     def encode_batch(self, texts: list[str]) -> list[np.ndarray]:
-        return [np.asarray(e.ids, dtype=np.int32) for e in self.tok.encode_batch(texts, add_special_tokens=False)]
+        # encode_batch_fast: the same ids without character offsets, which we never read
+        return [np.asarray(e.ids, dtype=np.int32) for e in self.tok.encode_batch_fast(texts, add_special_tokens=False)]
 
     def text_bytes(self, ids: np.ndarray) -> int:
         ids = np.asarray(ids)
@@ -131,6 +133,8 @@ def load_bpe(
         except Exception:  # an unreadable file (should not happen with atomic writes): retrain
             pass
     limit = cfg.get("train_docs")
+    print(f"tokenizer: training a byte-level BPE (vocab {cfg['vocab_size']:,}) on at most {limit or 'all'} "
+          f"training documents (tokenizer.train_docs); cached in {path.parent}", file=sys.stderr, flush=True)
     texts = itertools.islice(train_texts(), limit)  # stops reading a stream after ``limit`` documents
     tok = train_bpe(texts, int(cfg["vocab_size"]), int(cfg.get("min_frequency") or 2))
     atomic_write(path, tok.to_str().encode())

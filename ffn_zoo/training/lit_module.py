@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import lightning as L
 import torch
@@ -18,7 +18,8 @@ from ffn_zoo.training.optim import build_optimizer, lr_multiplier, warmup_steps_
 
 class LitLM(L.LightningModule):
     """Wraps a :class:`TransformerLM`. ``val/ppl`` is exp of the token-weighted mean NLL over the
-    whole validation split (not a mean of per-batch perplexities)."""
+    whole validation split (not a mean of per-batch perplexities). ``val_sets`` = (name, bytes) of the
+    extra held-out sets (validation dataloaders 1, 2, ...), logged as ``val/<name>/loss|ppl|bpb``."""
 
     def __init__(
         self,
@@ -28,6 +29,7 @@ class LitLM(L.LightningModule):
         optimal_val_loss: float | None = None,
         val_bytes: int | None = None,
         objective: Objective | None = None,
+        val_sets: Sequence[tuple[str, int | None]] = (),
     ) -> None:
         super().__init__()
         self.model = model
@@ -36,8 +38,9 @@ class LitLM(L.LightningModule):
         self.optimal_val_loss = optimal_val_loss
         self.val_bytes = val_bytes
         self.objective = objective or Objective("clm")  # batch -> (inputs, targets); mlm: masked positions only
-        self._val_nll = torch.zeros((), dtype=torch.float64)
-        self._val_count = torch.zeros((), dtype=torch.float64)
+        self.val_sets = list(val_sets)
+        self._val_nll = torch.zeros(1 + len(self.val_sets), dtype=torch.float64)  # (sets,): main split first
+        self._val_count = torch.zeros(1 + len(self.val_sets), dtype=torch.float64)
         self.last_val: dict[str, float] = {}
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T, V)
@@ -64,27 +67,41 @@ class LitLM(L.LightningModule):
         return loss
 
     def on_validation_epoch_start(self) -> None:
-        self._val_nll = torch.zeros((), dtype=torch.float64, device=self.device)
-        self._val_count = torch.zeros((), dtype=torch.float64, device=self.device)
+        self._val_nll = torch.zeros(1 + len(self.val_sets), dtype=torch.float64, device=self.device)  # (sets,)
+        self._val_count = torch.zeros(1 + len(self.val_sets), dtype=torch.float64, device=self.device)
 
-    def validation_step(self, batch: torch.Tensor, batch_idx: int) -> None:
+    def validation_step(self, batch: torch.Tensor, batch_idx: int, dataloader_idx: int = 0) -> None:
         x, y = self.objective(batch, train=False)  # mlm: the fixed validation masks
-        self._val_nll += self.nll(x, y, "sum").double()
-        self._val_count += (y != IGNORE_INDEX).sum()  # scored tokens: all (clm) or the masked ones (mlm)
+        self._val_nll[dataloader_idx] += self.nll(x, y, "sum").double()
+        self._val_count[dataloader_idx] += (y != IGNORE_INDEX).sum()  # scored tokens: all (clm) or masked (mlm)
 
     def on_validation_epoch_end(self) -> None:
-        nll = self.trainer.strategy.reduce(self._val_nll, reduce_op="sum")
+        nll = self.trainer.strategy.reduce(self._val_nll, reduce_op="sum")  # (sets,)
         count = self.trainer.strategy.reduce(self._val_count, reduce_op="sum")
-        loss = (nll / count).item()
+        loss = (nll[0] / count[0]).item()
         metrics = {"val/loss": loss, "val/ppl": math.exp(min(loss, 80.0))}
         if self.optimal_val_loss is not None:
             metrics["val/optimal_ppl"] = math.exp(self.optimal_val_loss)
             metrics["val/excess_loss"] = loss - self.optimal_val_loss  # nats/token above the Bayes floor
         if self.val_bytes:
-            metrics["val/bpb"] = nll.item() / math.log(2) / self.val_bytes
+            metrics["val/bpb"] = nll[0].item() / math.log(2) / self.val_bytes
+        for i, (name, n_bytes) in enumerate(self.val_sets, start=1):  # the extra held-out sets
+            set_loss = (nll[i] / count[i]).item()
+            metrics[f"val/{name}/loss"] = set_loss
+            metrics[f"val/{name}/ppl"] = math.exp(min(set_loss, 80.0))
+            if n_bytes:
+                metrics[f"val/{name}/bpb"] = nll[i].item() / math.log(2) / n_bytes
         self.last_val = metrics
-        self.log_dict(metrics, sync_dist=False, rank_zero_only=True)
-        self.log("val_ppl", metrics["val/ppl"], prog_bar=True, logger=False)
+        self.log_dict(metrics, sync_dist=False, rank_zero_only=True, add_dataloader_idx=False)
+        self.log("val_ppl", metrics["val/ppl"], prog_bar=True, logger=False, add_dataloader_idx=False)
+
+    def extra_val_metrics(self) -> dict[str, Any]:
+        """The last validation's extra held-out sets as ``metrics.json`` keys: val_<name>_loss, _ppl, _bpb."""
+        out: dict[str, Any] = {"extra_val": [name for name, _ in self.val_sets]}
+        for name, _ in self.val_sets:
+            for stat in ("loss", "ppl", "bpb"):
+                out[f"val_{name}_{stat}"] = self.last_val.get(f"val/{name}/{stat}")
+        return out
 
     def configure_optimizers(self) -> dict[str, Any]:
         opt = build_optimizer(self.model, self.optim_cfg)

@@ -17,6 +17,7 @@ so every variant, seed, batch size and device count is scored on exactly the sam
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 from typing import Any
 
@@ -118,4 +119,5 @@ def prepare_objective(name: str, mlm: Any, corpus: Corpus) -> tuple[Corpus, Obje
     desc = f"{corpus.description}; objective mlm ({mask_prob:.0%} masked, [MASK] = id {corpus.vocab_size})"
     seen = copy.copy(corpus)  # shallow: shares the token arrays, and skips re-validating (a scan of train)
     seen.optimal_val_loss, seen.val_bytes, seen.description = None, None, desc
+    seen.extra_val = {k: dataclasses.replace(v, val_bytes=None) for k, v in corpus.extra_val.items()}
     return seen, objective

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
@@ -50,3 +51,21 @@ def test_wikitext2_valid_and_test(shared_data: Path, tmp_path: Path) -> None:
                                     f"data.val={wt / 'wiki.test.tokens'}", "tokenizer=bytes", "data.val_tokens=65536"],
                                    tmp_path))
     assert corpus.val.shape == (512, 129) and corpus.val_bytes == 65536  # one document: no EOT among the targets
+
+
+def test_wikipedia_shard_subset_with_a_c4_held_out_set(shared_data: Path, tmp_path: Path) -> None:
+    c4_val = shared_data / "c4" / "c4-sample.00000-of-00001.json.gz"
+    root = shared_data / "wikipedia-en"
+    cfg = data_cfg(["model=mini", "data=wikipedia", f"data.root={root}", "data.train_shards=1", "data.train_docs=60",
+                    "tokenizer.vocab_size=1024", "tokenizer.train_docs=60", "data.val_tokens=16384",
+                    f"+data.extra_val.c4.files={c4_val}"], tmp_path)
+    corpus = build_corpus(cfg)
+    assert corpus.name == "wikipedia" and corpus.vocab_size == 1024
+    assert corpus.val.shape == (128, 129) and corpus.extra_val["c4"].val.shape == (128, 129)  # 16,384 tokens each
+    assert corpus.train.size > 500_000  # 60 long articles (~17 k characters each)
+    assert corpus.train.dtype == corpus.val.dtype == corpus.extra_val["c4"].val.dtype
+    assert not np.array_equal(corpus.val, corpus.extra_val["c4"].val)
+    assert 2 < corpus.extra_val["c4"].val_bytes / 16384 < 5  # bytes per token of a 1,024-entry BPE on English
+    again = build_corpus(cfg)
+    assert "cached" in again.description and "cached" in again.extra_val["c4"].description
+    np.testing.assert_array_equal(again.train, corpus.train)

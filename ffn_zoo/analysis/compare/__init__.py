@@ -2,7 +2,7 @@
 
     runs    run folders -> Run, grouped by config minus the seed -> Group
     stats   Welch-t and paired-by-seed intervals, the rows, Δ over training
-    tables  Markdown and CSV
+    tables  Markdown and CSV (plus one table per extra held-out set, data.extra_val)
     plots   PNGs and the TensorBoard custom-scalars layout
     cli     compare() (all of the above, written to <sweep>/compare) and ``ffn-zoo-compare``
 

@@ -36,14 +36,18 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
             warnings.append(f"setting {s + 1}: no finished {baseline!r} runs, so no Δ column "
                             f"(choose another with --baseline)")
     rows = summarize(groups, baseline, paper)
+    extra_names = sorted({n for r in runs for n in r.metrics.get("extra_val") or []})
+    extra = {n: summarize(groups, baseline, val_set=n) for n in extra_names}  # data.extra_val sets
     root = Path(paths[0]) if len(paths) == 1 and not is_run_dir(Path(paths[0])) else run_dirs[0].parent
     out = Path(out) if out else root / "compare"
     out.mkdir(parents=True, exist_ok=True)
 
-    text = report_text(rows, settings, problems, warnings, paper)
+    text = report_text(rows, settings, problems, warnings, paper, extra)
     (out / "table.md").write_text(text)
     write_csv(rows, out / "table.csv")
-    report = {"rows": rows, "settings": settings, "warnings": warnings,
+    for name, set_rows in extra.items():
+        write_csv(set_rows, out / f"table_{name}.csv")
+    report = {"rows": rows, "extra_val": extra, "settings": settings, "warnings": warnings,
               "problems": [{"path": str(r.path), "status": r.status, "error": r.error,
                             "ffn": r.config.get("ffn.name"), "seed": r.seed} for r in problems],
               "runs": [str(p) for p in run_dirs]}
@@ -67,7 +71,8 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
     if layout:
         write_tensorboard_layout(root)
     print(text, end="")
-    print(f"wrote {out}/table.md, table.csv, table.json" + (", delta_curves.csv" if gaps else "")
+    print(f"wrote {out}/table.md, table.csv, table.json" + "".join(f", table_{n}.csv" for n in extra)
+          + (", delta_curves.csv" if gaps else "")
           + "".join(f", {p.name}" for p in pngs))
     if layout:
         print(f"TensorBoard: tensorboard --logdir {root}   (Custom Scalars tab: val/loss of every run on one chart)")

@@ -24,6 +24,7 @@ IGNORED_KEYS = (
     "seed", "log_dir", "impl.", "logger.", "hydra.", "ckpt_path", "checkpoint.", "debug.", "instruments.",
     "trainer.enable_progress_bar", "trainer.enable_model_summary", "trainer.log_every_n_steps",
     "trainer.val_check_interval", "trainer.num_sanity_val_steps", "data.val_batch_size", "data.num_workers",
+    "data.extra_val",  # extra held-out sets are scored, never trained on (data.extra_val_defaults too)
 )
 
 # Shazeer 2020, Table 1: held-out log-perplexity of T5-base on C4 after 65,536 steps (span-corruption

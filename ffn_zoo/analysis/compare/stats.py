@@ -45,11 +45,16 @@ def _mean_or_none(x: np.ndarray) -> float | None:
     return float(x.mean()) if len(x) else None
 
 
-def summarize(groups: Sequence[Group], baseline: str, paper: bool = False) -> list[dict[str, Any]]:
-    """One dict per group: the table's numbers (losses in nats/token)."""
+def summarize(groups: Sequence[Group], baseline: str, paper: bool = False,
+              val_set: str | None = None) -> list[dict[str, Any]]:
+    """One dict per group: the table's numbers (losses in nats/token) on the main validation split, or on
+    the extra held-out set ``val_set`` (data.extra_val; metrics.json keys val_<name>_loss, ...)."""
+    key = (lambda stat: f"val_{val_set}_{stat}") if val_set else (lambda stat: f"val_{stat}")  # noqa: E731
+    if val_set:  # only the groups whose runs scored that set
+        groups = [g for g in groups if len(g.values(key("loss")))]
     rows = []
     for g in groups:
-        loss = g.values("val_loss")
+        loss = g.values(key("loss"))
         base = next((h for h in groups if h.setting == g.setting and h.label == baseline), None)
         row: dict[str, Any] = {
             "setting": g.setting + 1,
@@ -67,17 +72,17 @@ def summarize(groups: Sequence[Group], baseline: str, paper: bool = False) -> li
             "val_loss_std": float(loss.std(ddof=1)) if len(loss) > 1 else None,
             "val_losses": [float(x) for x in loss],
             "val_ppl": math.exp(loss.mean()),  # geometric mean over seeds
-            "val_bpb": _mean_or_none(g.values("val_bpb")),
+            "val_bpb": _mean_or_none(g.values(key("bpb"))),
             "tokens_per_s": _mean_or_none(g.values("train_tokens_per_s")),
             "baseline": baseline,
             "delta": None, "delta_lo": None, "delta_hi": None, "paired_lo": None, "paired_hi": None,
         }
         if base is not None:
-            row["delta"] = float(loss.mean() - base.values("val_loss").mean())
-            ci = welch_interval(loss, base.values("val_loss")) if base is not g else None
+            row["delta"] = float(loss.mean() - base.values(key("loss")).mean())
+            ci = welch_interval(loss, base.values(key("loss"))) if base is not g else None
             if ci is not None:
                 row["delta_lo"], row["delta_hi"] = float(ci[1]), float(ci[2])
-            by_seed = lambda grp: {r.seed: r.metrics["val_loss"] for r in grp.runs}  # noqa: E731
+            by_seed = lambda grp: {r.seed: r.metrics[key("loss")] for r in grp.runs}  # noqa: E731
             paired = paired_interval(by_seed(g), by_seed(base)) if base is not g else None
             if paired is not None:
                 row["paired_lo"], row["paired_hi"] = paired[1], paired[2]

@@ -30,11 +30,11 @@ def _interval_cell(lo: float | None, hi: float | None) -> str:
     return f"[{lo:+.3f}, {hi:+.3f}]" + ("" if lo <= 0 <= hi else " *")
 
 
-def markdown_table(rows: Sequence[dict[str, Any]], paper: bool = False) -> str:
+def markdown_table(rows: Sequence[dict[str, Any]], paper: bool = False, val: str = "val") -> str:
     mixed = len({r["setting"] for r in rows}) > 1
     head = (["setting"] if mixed else []) + [
         "variant", "form", "hidden", "FFN params", "total params", "MFLOP/token", "seeds",
-        "val/loss (mean ± std)", "val/ppl", "val/bpb", f"Δ log-ppl vs {rows[0]['baseline'] if rows else '?'} [95% CI]",
+        f"{val}/loss (mean ± std)", f"{val}/ppl", f"{val}/bpb", f"Δ log-ppl vs {rows[0]['baseline'] if rows else '?'} [95% CI]",
         "paired-by-seed 95% CI", "tokens/s"]
     if paper:
         head += ["Shazeer'20 log-ppl (T5 span corruption, 65k steps)", "Shazeer'20 Δ"]
@@ -53,8 +53,11 @@ def markdown_table(rows: Sequence[dict[str, Any]], paper: bool = False) -> str:
 
 
 def report_text(rows: Sequence[dict[str, Any]], settings: Sequence[dict[str, Any]], problems: Sequence[Run],
-                warnings: Sequence[str], paper: bool) -> str:
+                warnings: Sequence[str], paper: bool, extra: dict[str, list[dict[str, Any]]] | None = None) -> str:
     parts = [markdown_table(rows, paper)] if rows else ["(no finished runs)"]
+    for name, set_rows in (extra or {}).items():  # data.extra_val: one more table per held-out set
+        parts.append(f"Held-out set `{name}` (data.extra_val.{name}; scored at the same points, not trained on):\n\n"
+                     + markdown_table(set_rows, val=f"val/{name}"))
     parts.append("Losses are validation NLL in nats/token over the whole validation split; Δ log-ppl = mean "
                  "val/loss − baseline's, 95% Welch-t interval over seeds; paired-by-seed = t interval of the "
                  "per-seed differences (same data order within a seed); * = the interval excludes 0.")
