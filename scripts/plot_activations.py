@@ -3,7 +3,7 @@
     python scripts/plot_activations.py            # -> docs/img/activations.png, docs/img/gelu_approximations.png
     python scripts/plot_activations.py --runs RUN_DIR ...   # also -> docs/img/dead_units.png from trained runs
 
-The curves come from the modules in ``ffn_zoo.activations.ACTIVATIONS`` (what the models run), and
+The curves come from the modules in ``ffn_zoo.nn.activations.ACTIVATIONS`` (what the models run), and
 the derivatives from autograd on them, so the plots show the code, not a re-typed formula.
 """
 
@@ -19,23 +19,23 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from ffn_zoo.nn.activations import ACTIVATIONS, SwishBeta  # noqa: E402
+from ffn_zoo.nn.activations import SwishBeta, get_activation  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "img"
 
 # panel title -> activation module; Swish-β at a few fixed β (β → ∞ tends to ReLU, β = 0 to x/2)
 PANELS: dict[str, torch.nn.Module] = {
-    "ReLU": ACTIVATIONS["relu"](),
-    "GELU (exact, erf)": ACTIVATIONS["gelu"](),
-    "GELU (tanh approx.)": ACTIVATIONS["gelu_tanh"](),
-    "GELU (sigmoid approx., x·σ(1.702x))": ACTIVATIONS["quick_gelu"](),
-    "SiLU / Swish (x·σ(x))": ACTIVATIONS["silu"](),
-    "Mish": ACTIVATIONS["mish"](),
-    "ReLU²": ACTIVATIONS["relu2"](),
+    "ReLU": get_activation("relu"),
+    "GELU (exact, erf)": get_activation("gelu"),
+    "GELU (tanh approx.)": get_activation("gelu_tanh"),
+    "GELU (sigmoid approx., x·σ(1.702x))": get_activation("quick_gelu"),
+    "SiLU / Swish (x·σ(x))": get_activation("silu"),
+    "Mish": get_activation("mish"),
+    "ReLU²": get_activation("relu2"),
     "Swish-β, β = 0.5": SwishBeta(0.5),
     "Swish-β, β = 1.702 (learnable GELU init)": SwishBeta(1.702),
     "Swish-β, β = 4": SwishBeta(4.0),
-    "sigmoid (GLU gate)": ACTIVATIONS["sigmoid"](),
+    "sigmoid (GLU gate)": get_activation("sigmoid"),
 }
 
 
@@ -72,10 +72,10 @@ def plot_grid(path: Path) -> None:
 
 def plot_gelu_errors(path: Path) -> None:
     x = torch.linspace(-6, 6, 1201, dtype=torch.float64)
-    exact, dexact = curve(ACTIVATIONS["gelu"](), x)
+    exact, dexact = curve(get_activation("gelu"), x)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.4))
     for name, label in (("gelu_tanh", "tanh approx."), ("quick_gelu", "sigmoid approx. x·σ(1.702x)")):
-        y, dy = curve(ACTIVATIONS[name](), x)
+        y, dy = curve(get_activation(name), x)
         err, derr = y - exact, dy - dexact
         ax1.plot(x, err, label=f"{label}: max |err| {err.abs().max().item():.1e}")
         ax2.plot(x, derr, label=f"{label}: max |err| {derr.abs().max().item():.1e}")

@@ -32,19 +32,19 @@ def variant_row(name: str, overrides: list[str], seq_len: int) -> dict[str, Any]
     mc = model_config(cfg, vocab_size=cfg.data.get("vocab_size"))
     with torch.device("meta"):  # shapes only: no memory, no init time
         model = TransformerLM(mc)
-    fwd = ffn_flops_per_token(mc.d_model, mc.ffn_hidden, mc.ffn_gated) * mc.n_layers
+    fwd = ffn_flops_per_token(mc.d_model, mc.ffn.hidden, mc.ffn.gated) * mc.n_layers
     return {
         "variant": name,
-        "form": "gated" if mc.ffn_gated else "dense",
-        "activation": mc.ffn_activation,
-        "hidden": mc.ffn_hidden,
-        "ffn_weights_per_layer": ffn_weights(mc.d_model, mc.ffn_hidden, mc.ffn_gated),
+        "form": "gated" if mc.ffn.gated else "dense",
+        "activation": mc.ffn.activation,
+        "hidden": mc.ffn.hidden,
+        "ffn_weights_per_layer": ffn_weights(mc.d_model, mc.ffn.hidden, mc.ffn.gated),
         "params_ffn": model.num_params(ffn_only=True),
         "params_total": model.num_params(),
         "ffn_fwd_flops_per_token": fwd,
         "ffn_fwd_bwd_flops_per_token": 3 * fwd,
         "model_fwd_bwd_flops_per_token": training_flops_per_token(model, seq_len),
-        "act_evals_per_forward": seq_len * mc.n_layers * mc.ffn_hidden,
+        "act_evals_per_forward": seq_len * mc.n_layers * mc.ffn.hidden,
         "d_model": mc.d_model, "n_layers": mc.n_layers, "vocab_size": mc.vocab_size,
     }
 

@@ -1,13 +1,15 @@
-"""Activation functions by name: one table, name -> module factory.
+"""Activation functions by name: one table, name -> :class:`Activation` (its module and what is known about it).
 
-Every FFN variant is (form, activation); this file owns the second axis. An unknown
-name raises an error that lists the valid ones (the HF ``activations.py`` convention).
+Every FFN variant is (form, activation); this file owns the second axis. Adding an activation is one
+entry here: its factory, paper, dead-unit rule (``dead_two_sided`` is what the instruments read) and a
+reference formula (what the tests check the module against, iterating this table). An unknown name raises an error that lists the valid ones (the HF ``activations.py`` convention).
 Where two formulas share a name in the literature we pick one and say so:
 ``gelu`` is the *exact* erf form, ``gelu_tanh`` the tanh approximation.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -48,20 +50,65 @@ class ReLUSquared(nn.Module):
         return F.relu(x).square()
 
 
-# name -> factory returning a fresh module (fresh, because SwishBeta carries a parameter per layer)
-ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
-    "relu": nn.ReLU,                                   # Nair & Hinton 2010
-    "gelu": nn.GELU,                                   # exact: x·Φ(x), Hendrycks & Gimpel 2016
-    "gelu_tanh": lambda: nn.GELU(approximate="tanh"),  # 0.5x(1+tanh(√(2/π)(x+0.044715x³)))
-    "quick_gelu": QuickGELU,                           # x·σ(1.702x)
-    "silu": nn.SiLU,                                   # Swish with β=1 (Elfwing et al. 2017; Ramachandran et al. 2017)
-    "swish": nn.SiLU,                                  # alias of silu, the name Shazeer 2020 uses
-    "swish_beta": SwishBeta,                           # x·σ(βx), β learnable, init 1.0
-    "learnable_gelu": lambda: SwishBeta(beta_init=1.702),  # x·σ(βx), β learnable, init at the GELU fit
-    "mish": nn.Mish,                                   # x·tanh(softplus(x)), Misra 2019
-    "relu2": ReLUSquared,                              # relu(x)², So et al. 2021
-    "sigmoid": nn.Sigmoid,                             # the gate of the original GLU, Dauphin et al. 2017
-    "identity": nn.Identity,                           # no non-linearity: the gate of the Bilinear variant
+@dataclass(frozen=True)
+class Activation:
+    """One table entry: how to build the activation, and what the rest of the code needs to know about it."""
+
+    make: Callable[[], nn.Module]  # a fresh module (fresh, because SwishBeta carries a parameter per layer)
+    paper: str
+    dead: str  # when a unit counts as dead on a batch: its output is <= ε for every token (instruments.py)
+    reference: Callable[[torch.Tensor], torch.Tensor] | None = None  # the formula written out, for the tests
+    dead_two_sided: bool = False  # no off-region (identity): only |act| <= ε counts as dead
+
+
+ACTIVATIONS: dict[str, Activation] = {
+    "relu": Activation(
+        nn.ReLU, "Nair & Hinton 2010",
+        "relu(x) ≤ ε: x ≤ 0 everywhere, gradient exactly 0 (the classic dying ReLU)",
+        reference=lambda x: x.clamp_min(0)),
+    "gelu": Activation(  # exact: x·Φ(x)
+        nn.GELU, "Hendrycks & Gimpel 2016, 'Gaussian Error Linear Units'",
+        "gelu(x) ≤ ε: x ≲ 0 everywhere; the unit only ever outputs its small negative lobe (≥ -0.17)",
+        reference=lambda x: 0.5 * x * (1 + torch.erf(x / 2**0.5))),
+    "gelu_tanh": Activation(
+        lambda: nn.GELU(approximate="tanh"), "Hendrycks & Gimpel 2016, tanh approximation (GPT-2, BERT code)",
+        "as gelu",
+        reference=lambda x: 0.5 * x * (1 + torch.tanh((2 / torch.pi) ** 0.5 * (x + 0.044715 * x**3)))),
+    "quick_gelu": Activation(
+        QuickGELU, "Hendrycks & Gimpel 2016, sigmoid approximation (CLIP)",
+        "as gelu (negative lobe ≥ -0.28)",
+        reference=lambda x: x / (1 + torch.exp(-1.702 * x))),
+    "silu": Activation(
+        nn.SiLU, "Elfwing et al. 2017; Ramachandran et al. 2017 (Swish, β = 1)",
+        "silu(x) ≤ ε: x ≲ 0 everywhere (negative lobe ≥ -0.28)",
+        reference=lambda x: x / (1 + torch.exp(-x))),
+    "swish": Activation(  # alias of silu, the name Shazeer 2020 uses
+        nn.SiLU, "Ramachandran et al. 2017", "as silu",
+        reference=lambda x: x / (1 + torch.exp(-x))),
+    "swish_beta": Activation(
+        SwishBeta, "Ramachandran et al. 2017, Swish with learnable β (init 1.0)",
+        "x·σ(βx) ≤ ε: x ≲ 0 everywhere (for β > 0)",
+        reference=lambda x: x / (1 + torch.exp(-x))),  # at its init, β = 1
+    "learnable_gelu": Activation(
+        lambda: SwishBeta(beta_init=1.702), "x·σ(βx), β learnable, init at the GELU fit 1.702",
+        "as swish_beta",
+        reference=lambda x: x / (1 + torch.exp(-1.702 * x))),  # at its init
+    "mish": Activation(
+        nn.Mish, "Misra 2019, 'Mish: A Self Regularized Non-Monotonic Activation'",
+        "mish(x) ≤ ε: x ≲ 0 everywhere (negative lobe ≥ -0.31)",
+        reference=lambda x: x * torch.tanh(torch.log1p(torch.exp(x)))),
+    "relu2": Activation(
+        ReLUSquared, "So et al. 2021, 'Primer: Searching for Efficient Transformers'",
+        "relu(x)² ≤ ε: x ≤ √ε everywhere, gradient ≈ 0",
+        reference=lambda x: x.clamp_min(0) ** 2),
+    "sigmoid": Activation(
+        nn.Sigmoid, "the gate of the original GLU, Dauphin et al. 2017",
+        "σ(x) ≤ ε: a gate closed for every token (x ≤ ln ε ≈ -13.8 at ε = 1e-6)",
+        reference=lambda x: 1 / (1 + torch.exp(-x))),
+    "identity": Activation(
+        nn.Identity, "no non-linearity: the gate of the Bilinear variant",
+        "|x| ≤ ε: a bilinear gate has no off-region; only an all-zero gate counts",
+        reference=lambda x: x, dead_two_sided=True),
 }
 
 
@@ -69,4 +116,4 @@ def get_activation(name: str) -> nn.Module:
     """Return a new activation module for ``name``; an unknown name lists the valid ones."""
     if name not in ACTIVATIONS:
         raise UnknownNameError("activation", name, ACTIVATIONS)
-    return ACTIVATIONS[name]()
+    return ACTIVATIONS[name].make()

@@ -20,6 +20,20 @@ from ffn_zoo.errors import ConfigError, UnknownNameError, require_positive
 
 
 @dataclass(frozen=True)
+class FFNSpec:
+    """One FFN block as the model builds it: its two axes and its final hidden width."""
+
+    gated: bool = False
+    activation: str = "gelu"
+    hidden: int = 3072
+    bias: bool = False
+    dropout: float = 0.0
+
+    def build(self, d_model: int) -> DenseFFN | GatedFFN:
+        return make_ffn(self.gated, self.activation, d_model, self.hidden, bias=self.bias, dropout=self.dropout)
+
+
+@dataclass(frozen=True)
 class FFNVariant:
     """A named point in the (form, activation) grid."""
 
@@ -80,7 +94,7 @@ class DenseFFN(nn.Module):
     def __init__(self, d_model: int, hidden: int, activation: str, *, bias: bool = False, dropout: float = 0.0) -> None:
         super().__init__()
         require_positive(d_model=d_model, hidden=hidden)
-        self.hidden = hidden
+        self.hidden, self.activation = hidden, activation  # the name: its table entry says how to read the unit
         self.w_in = nn.Linear(d_model, hidden, bias=bias)
         self.act = get_activation(activation)
         self.w_out = nn.Linear(hidden, d_model, bias=bias)
@@ -101,7 +115,7 @@ class GatedFFN(nn.Module):
     def __init__(self, d_model: int, hidden: int, activation: str, *, bias: bool = False, dropout: float = 0.0) -> None:
         super().__init__()
         require_positive(d_model=d_model, hidden=hidden)
-        self.hidden = hidden
+        self.hidden, self.activation = hidden, activation  # the name: its table entry says how to read the unit
         self.w_gate = nn.Linear(d_model, hidden, bias=bias)
         self.w_up = nn.Linear(d_model, hidden, bias=bias)
         self.act = get_activation(activation)

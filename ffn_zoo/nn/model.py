@@ -9,7 +9,7 @@ bidirectional attention that masked language modelling needs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
@@ -18,7 +18,7 @@ from einops import rearrange
 from torch import nn
 
 from ffn_zoo.errors import ConfigError, UnknownNameError, require_positive
-from ffn_zoo.nn.ffn import make_ffn
+from ffn_zoo.nn.ffn import FFNSpec
 
 
 @dataclass(frozen=True)
@@ -34,17 +34,12 @@ class ModelConfig:
     causal: bool = True
     init: str = "gpt2"  # a key of INITS: how the weights start
     init_std: float = 0.02  # init=gpt2's std
-    # the FFN: its two axes and its final hidden width
-    ffn_gated: bool = False
-    ffn_activation: str = "gelu"
-    ffn_hidden: int = 3072
-    ffn_bias: bool = False
-    ffn_dropout: float = 0.0
+    ffn: FFNSpec = field(default_factory=FFNSpec)  # the FFN: its two axes and its final hidden width
 
     def __post_init__(self) -> None:
         require_positive(
             **{"model.vocab_size": self.vocab_size, "model.seq_len": self.seq_len, "model.d_model": self.d_model,
-               "model.n_layers": self.n_layers, "model.n_heads": self.n_heads, "ffn hidden width": self.ffn_hidden}
+               "model.n_layers": self.n_layers, "model.n_heads": self.n_heads, "ffn hidden width": self.ffn.hidden}
         )
         if self.d_model % self.n_heads:
             raise ConfigError(
@@ -55,9 +50,9 @@ class ModelConfig:
             raise UnknownNameError("model.init", self.init, INITS)
         if self.norm not in ("pre", "post"):
             raise ConfigError(f"model.norm={self.norm!r}; valid: pre, post")
-        for name in ("dropout", "ffn_dropout"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise ConfigError(f"{name}={getattr(self, name)} must be in [0, 1)")
+        for name, p in (("model.dropout", self.dropout), ("ffn.dropout", self.ffn.dropout)):
+            if not 0.0 <= p < 1.0:
+                raise ConfigError(f"{name}={p} must be in [0, 1)")
 
 
 class SelfAttention(nn.Module):
@@ -85,9 +80,7 @@ class Block(nn.Module):
         self.norm1 = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
         self.attn = SelfAttention(cfg)
         self.norm2 = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
-        self.ffn = make_ffn(
-            cfg.ffn_gated, cfg.ffn_activation, cfg.d_model, cfg.ffn_hidden, bias=cfg.ffn_bias, dropout=cfg.ffn_dropout
-        )
+        self.ffn = cfg.ffn.build(cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C)

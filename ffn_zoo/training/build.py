@@ -13,7 +13,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ffn_zoo.errors import ConfigError, require_positive
-from ffn_zoo.nn.ffn import check_variant_spec, gated_hidden_width
+from ffn_zoo.nn.ffn import FFNSpec, check_variant_spec, gated_hidden_width
 from ffn_zoo.nn.model import ModelConfig, TransformerLM
 from ffn_zoo.training.runs import register_resolvers
 
@@ -62,8 +62,8 @@ def model_config(cfg: DictConfig, vocab_size: int | None = None) -> ModelConfig:
     return ModelConfig(
         vocab_size=int(vocab), seq_len=m.seq_len, d_model=m.d_model, n_layers=m.n_layers, n_heads=m.n_heads,
         norm=m.norm, dropout=m.dropout, bias=m.bias, causal=cfg.objective != "mlm",
-        init=m.init, init_std=m.init_std, ffn_gated=f.gated, ffn_activation=f.activation,
-        ffn_hidden=ffn_hidden(f, m.d_ff), ffn_bias=f.bias, ffn_dropout=f.dropout,
+        init=m.init, init_std=m.init_std,
+        ffn=FFNSpec(f.gated, f.activation, ffn_hidden(f, m.d_ff), bias=f.bias, dropout=f.dropout),
     )
 
 

@@ -8,7 +8,7 @@ forward, so training steps run untouched.
 
 Per layer (``layer_00`` is the first):
 - ``act/dead_frac``: fraction of hidden units whose activation is ≤ ε for *every* token of the batch
-  (see :data:`DEAD_RULES` for what that means per activation; gated variants: the gate).
+  (what that means per activation: the ``dead`` rule of its entry in ``ACTIVATIONS``; gated variants: the gate).
 - ``act/zero_frac``: fraction of activation outputs that are exactly 0.
 - ``act/saturated_frac``: fraction of entries where |act′(pre-activation)| < ``sat_tol``: the unit
   passes (almost) no gradient there. For a gated FFN this is the gate's saturation.
@@ -27,23 +27,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from torch import nn
 
 from ffn_zoo.errors import ConfigError
-
-# What "dead" means per activation: the unit is dead on the batch when the rule holds for every token.
-DEAD_RULES: dict[str, str] = {
-    "relu": "relu(x) ≤ ε: x ≤ 0 everywhere, gradient exactly 0 (the classic dying ReLU)",
-    "relu2": "relu(x)² ≤ ε: x ≤ √ε everywhere, gradient ≈ 0",
-    "gelu": "gelu(x) ≤ ε: x ≲ 0 everywhere; the unit only ever outputs its small negative lobe (≥ -0.17)",
-    "gelu_tanh": "as gelu",
-    "quick_gelu": "as gelu (negative lobe ≥ -0.28)",
-    "silu": "silu(x) ≤ ε: x ≲ 0 everywhere (negative lobe ≥ -0.28)",
-    "swish": "as silu",
-    "swish_beta": "x·σ(βx) ≤ ε: x ≲ 0 everywhere (for β > 0)",
-    "learnable_gelu": "as swish_beta",
-    "mish": "mish(x) ≤ ε: x ≲ 0 everywhere (negative lobe ≥ -0.31)",
-    "sigmoid": "σ(x) ≤ ε: a gate closed for every token (x ≤ ln ε ≈ -13.8 at ε = 1e-6)",
-    "identity": "|x| ≤ ε: a bilinear gate has no off-region; only an all-zero gate counts",
-}
-
+from ffn_zoo.nn.activations import ACTIVATIONS
 
 def dead_units(act: torch.Tensor, eps: float = 1e-6, two_sided: bool = False) -> torch.Tensor:
     """Boolean (hidden,) mask of units whose activation is ≤ ``eps`` for every token of ``act`` (..., hidden).
@@ -118,7 +102,7 @@ class ActivationStats(L.Callback):
             for i, block in enumerate(blocks):
                 ffn = block.ffn
                 gated = hasattr(ffn, "w_gate")
-                two_sided = isinstance(ffn.act, nn.Identity)  # bilinear: no off-region (DEAD_RULES)
+                two_sided = ACTIVATIONS[ffn.activation].dead_two_sided  # e.g. bilinear: no off-region
                 handles.append(ffn.act.register_forward_hook(on_act(i, gated, two_sided)))
                 handles.append(ffn.w_out.register_forward_pre_hook(on_hidden(i, gated)))
                 beta = getattr(ffn.act, "beta", None)

@@ -23,12 +23,12 @@ def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: st
     """The startup facts, one line each."""
     mc = model.cfg
     variant = FFN_VARIANTS.get(cfg.ffn.name, FFNVariant(cfg.ffn.gated, cfg.ffn.activation, "custom"))
-    width = f"{mc.ffn_hidden}" + (
-        f" (parameter-matched to dense {cfg.model.d_ff})" if mc.ffn_gated and cfg.ffn.match_params else ""
+    width = f"{mc.ffn.hidden}" + (
+        f" (parameter-matched to dense {cfg.model.d_ff})" if mc.ffn.gated and cfg.ffn.match_params else ""
     )
     return [
         f"ffn      {cfg.ffn.name}: {variant.form}, FFN(x) = {variant.formula()}  [{variant.paper}]",
-        f"width    hidden {width}, bias={mc.ffn_bias}, dropout={mc.ffn_dropout}",
+        f"width    hidden {width}, bias={mc.ffn.bias}, dropout={mc.ffn.dropout}",
         f"params   FFN {model.num_params(ffn_only=True):,} ({model.num_params(ffn_only=True) // mc.n_layers:,}/layer), "
         f"total {model.num_params():,}",
         f"model    {cfg.model.name}: d_model {mc.d_model}, {mc.n_layers} layers, {mc.n_heads} heads, "
@@ -72,7 +72,7 @@ def run_metrics(cfg: DictConfig, trainer: L.Trainer, module: LitLM, optimal_val_
         "ffn": cfg.ffn.name,
         "activation": cfg.ffn.activation,
         "gated": bool(cfg.ffn.gated),
-        "d_ff": model.cfg.ffn_hidden,
+        "d_ff": model.cfg.ffn.hidden,
         "params_total": model.num_params(),
         "params_ffn": model.num_params(ffn_only=True),
         "val_loss": val.get("val/loss"),

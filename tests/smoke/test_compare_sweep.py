@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO, TINY, run_train
+from tests.helpers import REPO, TINY, run_train
 
 pytestmark = pytest.mark.smoke
 

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from ffn_zoo.training.build import compose, model_config
 from ffn_zoo.nn.model import TransformerLM
-from tests.conftest import run_train, tiny
+from tests.helpers import run_train, tiny
 
 pytestmark = [
     pytest.mark.smoke,

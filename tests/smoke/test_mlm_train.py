@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from tests.conftest import TINY, run_train
+from tests.helpers import TINY, run_train
 
 pytestmark = pytest.mark.smoke
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TINY, run_train
+from tests.helpers import TINY, run_train
 
 pytestmark = pytest.mark.smoke
 

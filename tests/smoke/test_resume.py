@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import REPO, run_train, tiny
+from tests.helpers import OLD_CKPT, OLD_CKPT_ARGS, REPO, run_train, tiny
 
 pytestmark = pytest.mark.smoke
 
@@ -128,6 +128,16 @@ def test_signal_saves_a_checkpoint_and_prints_the_resume_command(sig: signal.Sig
         assert f"resume   {ckpt} at step {step}" in proc.stdout
         (done,) = [p for p in tmp_path.glob("runs/*/metrics.json") if p.parent != run_dir]
         assert json.loads(done.read_text())["steps"] == step + 2
+
+
+def test_a_checkpoint_from_before_the_refactor_resumes(tmp_path: Path) -> None:
+    """The old code's checkpoint (step 4, tests/fixtures) resumes under today's train.py to step 6."""
+    ckpt = tmp_path / "old.ckpt"
+    ckpt.write_bytes(OLD_CKPT.read_bytes())  # a copy: the run must not touch the fixture
+    proc = run_train([*OLD_CKPT_ARGS, "trainer.max_steps=6", f"ckpt_path={ckpt}"], tmp_path / "logs")
+    assert f"resume   {ckpt} at step 4" in proc.stdout
+    m = json.loads(only_run(tmp_path / "logs").joinpath("metrics.json").read_text())
+    assert m["status"] == "ok" and m["steps"] == 6 and m["ffn"] == "swiglu" and m["resumed_from"] == str(ckpt)
 
 
 @pytest.mark.slow

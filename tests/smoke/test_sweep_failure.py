@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_train, tiny
+from tests.helpers import run_train, tiny
 
 pytestmark = pytest.mark.smoke
 

@@ -14,22 +14,7 @@ from hydra.errors import ConfigCompositionException
 from ffn_zoo.training.build import compose
 from ffn_zoo.training.checkpoint import CheckpointError
 from ffn_zoo.errors import FFNZooError
-from ffn_zoo.train import run
-from tests.conftest import run_train
-
-# a few steps of model=tiny: every error below comes before or at the first optimizer step
-FAST = ["model=tiny", "trainer.max_steps=2", "trainer.val_check_interval=2", "data.train_tokens=8192",
-        "data.val_tokens=1024", "data.batch_size=4", "trainer.enable_progress_bar=false", "impl.threads=1",
-        "checkpoint.every_n_steps=null"]
-
-
-def train(overrides: list[str], tmp_path: Path, name: str = "run", base: list[str] = FAST) -> dict:
-    """``run`` as train.py calls it, in a fresh folder under ``tmp_path``."""
-    cfg = compose([f"log_dir={tmp_path}", *base, *overrides])
-    run_dir = tmp_path / name
-    run_dir.mkdir(parents=True)
-    return run(cfg, run_dir)
-
+from tests.helpers import run_train, train
 
 SETTINGS = [  # (overrides, what the one-line message must say)
     (["data.name=foo"], r"unknown data 'foo'; valid: .*toy"),

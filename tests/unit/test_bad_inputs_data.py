@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ffn_zoo.errors import DataError, FFNZooError
-from tests.unit.test_bad_inputs import FAST, train
+from tests.helpers import FAST, train
 
 # byte-level ids: no tokenizer training, no download; the toy corpus's own sizes do not apply
 BASE = [a for a in FAST if not a.startswith("data.train_tokens")] + ["tokenizer=bytes"]

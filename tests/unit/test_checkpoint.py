@@ -11,12 +11,17 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from omegaconf import OmegaConf
 
-from ffn_zoo.training.checkpoint import CheckpointError, Checkpointing, load_checkpoint, rng_state, set_rng_state
+from ffn_zoo.training.checkpoint import CheckpointError, Checkpointing, check_checkpoint, load_checkpoint, rng_state, set_rng_state
 from ffn_zoo.errors import FFNZooError
 from ffn_zoo.training.faults import NonFiniteError, NonFiniteGuard
 from ffn_zoo.training.runs import find_last
-from tests.unit.test_bad_inputs import train
+from ffn_zoo.nn.ffn import FFNSpec
+from ffn_zoo.nn.model import TransformerLM
+from ffn_zoo.training.build import compose, model_config
+from ffn_zoo.training.lit_module import LitLM
+from tests.helpers import OLD_CKPT, OLD_CKPT_ARGS, train
 
 PACKAGE = Path(__file__).resolve().parents[2] / "ffn_zoo"
 
@@ -165,3 +170,18 @@ def test_a_toy_run_makes_no_network_connection_and_writes_only_its_run_folder(
     assert list(cwd.iterdir()) == []  # nothing written where the command was started
     assert [p.name for p in (tmp_path / "logs").iterdir()] == ["run"]
     assert json.loads((tmp_path / "logs/run/metrics.json").read_text())["status"] == "ok"
+
+
+def test_a_checkpoint_from_before_the_refactor_loads_into_todays_model() -> None:
+    """The old code's checkpoint (tests/fixtures): today's configs build a model with exactly its keys and
+    shapes from the config stored in it, and the pre-resume check accepts it for those overrides."""
+    ckpt = load_checkpoint(OLD_CKPT)
+    stored = OmegaConf.create(ckpt["ffn_zoo"]["config"])
+    model = TransformerLM(model_config(stored, vocab_size=stored.data.vocab_size))
+    assert model.cfg.ffn == FFNSpec(True, "silu", 64)  # swiglu at 2/3 of d_ff 96
+    weights = {k.removeprefix("model."): v for k, v in ckpt["state_dict"].items()}
+    model.load_state_dict(weights, strict=True)  # every key present, none extra, every shape equal
+
+    cfg = compose(OLD_CKPT_ARGS + ["trainer.max_steps=6"])
+    module = LitLM(TransformerLM(model_config(cfg, vocab_size=cfg.data.vocab_size)), cfg.optim, 6)
+    assert check_checkpoint(OLD_CKPT, module, cfg) == 4

@@ -10,28 +10,26 @@ from omegaconf import OmegaConf
 from ffn_zoo import build_ffn
 from ffn_zoo.training.build import CONFIG_DIR, ffn_hidden
 from ffn_zoo.errors import ConfigError, UnknownNameError
+from ffn_zoo.nn.activations import ACTIVATIONS
 from ffn_zoo.nn.ffn import FFN_VARIANTS, DenseFFN, GatedFFN, check_variant_spec, gated_hidden_width, make_ffn
 
 YAMLS = sorted((CONFIG_DIR / "ffn").glob("*.yaml"))
 
-# an independent statement of each activation, written out (not taken from the table under test)
-FORMULAS = {
-    "relu": lambda x: x.clamp_min(0),
-    "gelu": lambda x: 0.5 * x * (1 + torch.erf(x / 2**0.5)),
-    "gelu_tanh": lambda x: 0.5 * x * (1 + torch.tanh((2 / torch.pi) ** 0.5 * (x + 0.044715 * x**3))),
-    "quick_gelu": lambda x: x / (1 + torch.exp(-1.702 * x)),
-    "silu": lambda x: x / (1 + torch.exp(-x)),
-    "swish_beta": lambda x: x / (1 + torch.exp(-x)),  # β initialised at 1
-    "learnable_gelu": lambda x: x / (1 + torch.exp(-1.702 * x)),
-    "mish": lambda x: x * torch.tanh(torch.log1p(torch.exp(x))),
-    "relu2": lambda x: x.clamp_min(0) ** 2,
-    "sigmoid": lambda x: 1 / (1 + torch.exp(-x)),
-    "identity": lambda x: x,
-}
 
+def reference(name: str):
+    """The activation's formula written out, from its table entry; a missing one says what to add."""
+    ref = ACTIVATIONS[name].reference
+    if ref is None:
+        pytest.fail(f"ACTIVATIONS[{name!r}] has no reference: add reference=lambda x: <its formula in torch ops> "
+                    f"to its entry in ffn_zoo/nn/activations.py")
+    return ref
 
 def test_one_yaml_per_variant() -> None:
-    assert {p.stem for p in YAMLS} == set(FFN_VARIANTS)
+    """Each FFN_VARIANTS row has its configs/ffn yaml and each yaml a row (check_variant_spec: the same pair)."""
+    missing = sorted(set(FFN_VARIANTS) - {p.stem for p in YAMLS})
+    assert not missing, f"add configs/ffn/<name>.yaml (name, gated, activation as in FFN_VARIANTS) for {missing}"
+    orphans = sorted({p.stem for p in YAMLS} - set(FFN_VARIANTS))
+    assert not orphans, f"configs/ffn/{orphans[0]}.yaml has no FFN_VARIANTS row in ffn_zoo/nn/ffn.py"
 
 
 @pytest.mark.parametrize("path", YAMLS, ids=lambda p: p.stem)
@@ -44,8 +42,8 @@ def test_variant_from_yaml(path: Path) -> None:
     y = ffn(x)
     assert y.shape == x.shape
 
-    # recompute the formula from the module's own weights
-    act = FORMULAS[cfg.activation]
+    # recompute the formula from the module's own weights, with the activation written out
+    act = reference(cfg.activation)
     if cfg.gated:
         assert isinstance(ffn, GatedFFN) and ffn.hidden == 64  # 2/3 of 96
         h = act(F.linear(x, ffn.w_gate.weight, ffn.w_gate.bias)) * F.linear(x, ffn.w_up.weight, ffn.w_up.bias)
@@ -60,15 +58,14 @@ def test_variant_from_yaml(path: Path) -> None:
 
 
 def test_gate_and_value_are_not_swapped() -> None:
-    """act() applies to W_gate·x; W_up·x stays linear: zeroing W_gate with ReLU kills the output."""
-    ffn = make_ffn(True, "relu", 8, 16)
-    x = torch.randn(4, 8)
+    """ReLU applies to W_gate·x and W_up·x stays linear: with a gate pre-activation of +1 and a value of -2
+    the output is relu(1)·(-2) = -2 per unit; the activation on the value instead would give relu(-2)·1 = 0."""
+    ffn = make_ffn(True, "relu", 4, 4)
     with torch.no_grad():
-        ffn.w_up.weight.fill_(-1.0)  # a linear branch passes negatives through
-        ffn.w_gate.weight.copy_(torch.randn_like(ffn.w_gate.weight))
-    h = torch.relu(ffn.w_gate(x)) * ffn.w_up(x)
-    torch.testing.assert_close(ffn(x), ffn.w_out(h))
-    assert (ffn.w_up(x) < 0).any()  # so had the activation hit W_up, the result would differ
+        ffn.w_gate.weight.copy_(torch.eye(4))
+        ffn.w_up.weight.copy_(-2 * torch.eye(4))
+        ffn.w_out.weight.copy_(torch.eye(4))
+    assert ffn(torch.ones(1, 4)).tolist() == [[-2.0, -2.0, -2.0, -2.0]]
 
 
 @pytest.mark.parametrize("name", ["relu", "gelu", "silu", "glu", "bilinear", "reglu", "geglu", "swiglu"])

@@ -12,6 +12,7 @@ import torch
 
 from ffn_zoo import build_model
 from ffn_zoo.errors import UnknownNameError
+from ffn_zoo.nn.ffn import FFNSpec
 from ffn_zoo.nn.model import INITS, ModelConfig, TransformerLM
 
 D, LAYERS, VOCAB = 128, 2, 2048
@@ -26,7 +27,7 @@ TRUNCATED = math.sqrt(1 - 4 * _PHI2 / (2 * _CDF2 - 1))
 def model(init: str, gated: bool, act: str) -> TransformerLM:
     torch.manual_seed(0)
     cfg = ModelConfig(vocab_size=VOCAB, seq_len=64, d_model=D, n_layers=LAYERS, n_heads=4, init=init,
-                      ffn_gated=gated, ffn_activation=act, ffn_hidden=HIDDEN[gated])
+                      ffn=FFNSpec(gated, act, HIDDEN[gated]))
     return TransformerLM(cfg)
 
 

@@ -9,11 +9,12 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from ffn_zoo.training.build import compose
-from ffn_zoo.training.instruments import DEAD_RULES, ActivationStats, dead_units, elementwise_derivative
-from ffn_zoo.nn.activations import ACTIVATIONS
+from ffn_zoo.training.instruments import ActivationStats, dead_units, elementwise_derivative
+from ffn_zoo.nn.activations import ACTIVATIONS, get_activation
+from ffn_zoo.nn.ffn import FFNSpec
 from ffn_zoo.nn.model import ModelConfig, TransformerLM
 from ffn_zoo.train import run
-from tests.conftest import tiny
+from tests.helpers import tiny
 
 
 def test_dead_units_known_answer() -> None:
@@ -28,17 +29,29 @@ def test_dead_units_known_answer() -> None:
     assert dead_units(act, eps=1e-6, two_sided=True).tolist() == [False, True, False, False, False, True]
 
 
-def test_every_activation_has_a_dead_rule_and_a_derivative() -> None:
-    assert set(ACTIVATIONS) <= set(DEAD_RULES)
+def test_derivative_known_answers() -> None:
     x = torch.tensor([-1.0, 0.0, 2.0])
-    assert elementwise_derivative(ACTIVATIONS["relu"](), x).tolist() == [0.0, 0.0, 1.0]
-    assert elementwise_derivative(ACTIVATIONS["gelu"](), torch.zeros(1)).item() == pytest.approx(0.5)
+    assert elementwise_derivative(get_activation("relu"), x).tolist() == [0.0, 0.0, 1.0]
+    assert elementwise_derivative(get_activation("gelu"), torch.zeros(1)).item() == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_every_activation_dead_rule_tells_off_from_on(name: str) -> None:
+    """The entry's dead-unit rule, as the callback applies it: a unit held in the off-region (or at 0, for an
+    activation without one) is dead, a unit with a positive input on some token is alive."""
+    entry, act = ACTIVATIONS[name], get_activation(name)
+    off = torch.full((8, 3), 0.0 if entry.dead_two_sided else -20.0)  # (tokens, units)
+    on = off.clone()
+    on[3] = 2.0  # each unit fires on one token
+    assert dead_units(act(off), two_sided=entry.dead_two_sided).all(), f"{name}: {entry.dead}"
+    assert not dead_units(act(on), two_sided=entry.dead_two_sided).any(), f"{name}: {entry.dead}"
+    assert torch.isfinite(elementwise_derivative(act, on)).all()
 
 
 def tiny_model(gated: bool, activation: str) -> TransformerLM:
     torch.manual_seed(0)
-    cfg = ModelConfig(vocab_size=50, seq_len=16, d_model=32, n_layers=2, n_heads=2, ffn_gated=gated,
-                      ffn_activation=activation, ffn_hidden=40)
+    cfg = ModelConfig(vocab_size=50, seq_len=16, d_model=32, n_layers=2, n_heads=2,
+                      ffn=FFNSpec(gated, activation, hidden=40))
     return TransformerLM(cfg)
 
 

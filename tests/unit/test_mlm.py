@@ -10,6 +10,7 @@ from ffn_zoo.training.build import compose
 from ffn_zoo.data.blocks import Corpus
 from ffn_zoo.errors import ConfigError, UnknownNameError
 from ffn_zoo.training.lit_module import LitLM
+from ffn_zoo.nn.ffn import FFNSpec
 from ffn_zoo.nn.model import ModelConfig, TransformerLM
 from ffn_zoo.training.objectives import IGNORE_INDEX, Objective, fixed_masks, mask_tokens, model_vocab_size, prepare_objective
 
@@ -78,7 +79,7 @@ def test_prepare_objective_drops_the_clm_floor() -> None:
 def test_loss_is_on_masked_positions_only() -> None:
     torch.manual_seed(0)
     model = TransformerLM(ModelConfig(vocab_size=V + 1, seq_len=32, d_model=32, n_layers=1, n_heads=2,
-                                      ffn_hidden=64, causal=False))
+                                      ffn=FFNSpec(hidden=64), causal=False))
     module = LitLM(model, compose([]).optim, max_steps=10, objective=Objective("mlm", corpus_vocab=V))
     batch = torch.randint(0, V, (4, 33))
     x, y = module.objective(batch, train=False)

@@ -6,11 +6,12 @@ import torch
 from ffn_zoo import build_model
 from ffn_zoo.training.build import compose, model_config
 from ffn_zoo.errors import ConfigError
+from ffn_zoo.nn.ffn import FFNSpec
 from ffn_zoo.nn.model import ModelConfig, TransformerLM
 
 
 def tiny(**kw) -> TransformerLM:
-    base = dict(vocab_size=50, seq_len=16, d_model=32, n_layers=2, n_heads=4, ffn_hidden=64)
+    base = dict(vocab_size=50, seq_len=16, d_model=32, n_layers=2, n_heads=4, ffn=FFNSpec(hidden=64))
     return TransformerLM(ModelConfig(**{**base, **kw}))
 
 
@@ -24,7 +25,7 @@ def test_logits_shape(norm: str) -> None:
 @pytest.mark.parametrize("gated, act", [(False, "gelu"), (True, "silu")])
 def test_causal(gated: bool, act: str) -> None:
     torch.manual_seed(0)
-    model = tiny(ffn_gated=gated, ffn_activation=act).eval()
+    model = tiny(ffn=FFNSpec(gated, act, hidden=64)).eval()
     idx = torch.randint(0, 50, (2, 12))
     t = 7
     changed = idx.clone()
@@ -44,7 +45,7 @@ def test_bidirectional_sees_the_future() -> None:
 
 def test_head_is_tied_and_residual_projections_scaled() -> None:
     torch.manual_seed(0)
-    model = TransformerLM(ModelConfig(vocab_size=1000, d_model=256, n_layers=8, n_heads=4, ffn_hidden=1024))
+    model = TransformerLM(ModelConfig(vocab_size=1000, d_model=256, n_layers=8, n_heads=4, ffn=FFNSpec(hidden=1024)))
     assert model.head.weight is model.tok_emb.weight
     assert model.blocks[0].attn.qkv.weight.std().item() == pytest.approx(0.02, rel=0.05)
     assert model.blocks[0].ffn.w_out.weight.std().item() == pytest.approx(0.02 / 4, rel=0.05)  # 1/sqrt(2*8)
@@ -69,10 +70,10 @@ def test_non_positive_sizes(field: str) -> None:
 def test_bert_base_shape_and_counts() -> None:
     model = build_model("bert_base", "gelu", vocab_size=8192)
     cfg = model.cfg
-    assert (cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.ffn_hidden) == (768, 12, 12, 3072)
+    assert (cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.ffn.hidden) == (768, 12, 12, 3072)
     assert model.num_params(ffn_only=True) == 12 * 4_718_592
     gated = build_model("bert_base", "geglu", vocab_size=8192)
-    assert gated.cfg.ffn_hidden == 2048
+    assert gated.cfg.ffn == FFNSpec(True, "gelu", 2048)
     assert gated.num_params() == model.num_params()  # parameter-matched end to end
 
 

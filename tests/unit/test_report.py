@@ -7,7 +7,7 @@ import pytest
 
 from ffn_zoo.errors import UnknownNameError
 from ffn_zoo.analysis.report import measure_times, report, to_markdown, variant_row
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 BERT = ["model=bert_base"]
 W = 4_718_592  # 2·768·3072 = 3·768·2048
