@@ -13,6 +13,7 @@ median over interleaved repeats on this machine: compare rows, not absolute numb
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import time
 from typing import Any
@@ -21,7 +22,7 @@ import torch
 
 from ffn_zoo.training.build import compose, model_config
 from ffn_zoo.errors import FFNZooError
-from ffn_zoo.nn.ffn import FFN_VARIANTS, get_variant, make_ffn
+from ffn_zoo.nn.ffn import FFN_VARIANTS, build_ffn, get_variant, make_ffn
 from ffn_zoo.nn.flops import ffn_flops_per_token, ffn_weights, training_flops_per_token
 from ffn_zoo.nn.model import TransformerLM
 
@@ -107,6 +108,27 @@ def to_markdown(rows: list[dict[str, Any]], seq_len: int) -> str:
             cells += [f"{r['ffn_ms']:.1f}", f"{r['ffn_ms'] / base['ffn_ms']:.2f}", f"{r['act_ms']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def zoo_markdown(d_model: int = 768, d_ff: int = 3072) -> str:
+    """The README's zoo table from ``FFN_VARIANTS``: each variant built at (d_model, dense d_ff), weights counted."""
+    lines = ["| `ffn=` | form | activation | FFN(x) | hidden | weights / layer | reference |",
+             "|---|---|---|---|---:|---:|---|"]
+    for name, v in FFN_VARIANTS.items():
+        ffn = build_ffn(name, d_model, d_ff)
+        weights = sum(p.numel() for p in ffn.parameters())  # a learnable β counts too
+        lines.append(f"| `{name}` | {v.form} | `{v.activation}` | {v.formula()} | {ffn.hidden:,} | {weights:,} | "
+                     f"{v.paper} |")
+    return "\n".join(lines)
+
+
+GENERATED = re.compile(r"(<!-- gen:(?P<name>[\w-]+) -->)(?P<body>.*?)(<!-- /gen:(?P=name) -->)", re.S)
+
+
+def render_readme(text: str) -> str:
+    """``text`` with every ``<!-- gen:NAME -->…<!-- /gen:NAME -->`` block regenerated from the tables."""
+    blocks = {"zoo-table": "\n" + zoo_markdown() + "\n", "zoo-count": str(len(FFN_VARIANTS))}
+    return GENERATED.sub(lambda m: m[1] + blocks[m["name"]] + m[4], text)
 
 
 def main(argv: list[str] | None = None) -> None:
