@@ -69,6 +69,7 @@ FFN_VARIANTS: dict[str, FFNVariant] = {
     "geglu": FFNVariant(True, "gelu", "Shazeer 2020, 'GLU Variants Improve Transformer', §2"),
     "swiglu": FFNVariant(True, "silu", "Shazeer 2020, 'GLU Variants Improve Transformer', §2; PaLM, LLaMA"),
     "geglu_tanh": FFNVariant(True, "gelu_tanh", "GEGLU with the tanh GELU approximation (as in T5's gated-gelu)"),
+    "mish_glu": FFNVariant(True, "mish", "Mish (Misra 2019) as the gate of a GLU (Shazeer 2020, §2)"),
 }
 
 
