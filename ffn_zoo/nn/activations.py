@@ -43,6 +43,13 @@ class SwishBeta(nn.Module):
         return f"beta={self.beta.item():.4g}"
 
 
+class SquaredSiLU(nn.Module):
+    """silu(x)²: Primer's squaring (So et al. 2021) applied to SiLU instead of ReLU."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.silu(x).square()
+
+
 class ReLUSquared(nn.Module):
     """relu(x)²: squared ReLU (So et al. 2021, "Primer")."""
 
@@ -101,6 +108,10 @@ ACTIVATIONS: dict[str, Activation] = {
         ReLUSquared, "So et al. 2021, 'Primer: Searching for Efficient Transformers'",
         "relu(x)² ≤ ε: x ≤ √ε everywhere, gradient ≈ 0",
         reference=lambda x: x.clamp_min(0) ** 2),
+    "squared_silu": Activation(
+        SquaredSiLU, "So et al. 2021 (Primer's squaring), applied to SiLU",
+        "silu(x)² ≤ ε: x ≤ -9.1 or |x| ≤ 0.002 everywhere at ε = 1e-6 (the negative lobe squares to ≤ 0.08)",
+        reference=lambda x: (x / (1 + torch.exp(-x))) ** 2),
     "sigmoid": Activation(
         nn.Sigmoid, "the gate of the original GLU, Dauphin et al. 2017",
         "σ(x) ≤ ε: a gate closed for every token (x ≤ ln ε ≈ -13.8 at ε = 1e-6)",

@@ -62,6 +62,7 @@ FFN_VARIANTS: dict[str, FFNVariant] = {
     "learnable_gelu": FFNVariant(False, "learnable_gelu", "x·σ(βx), β learnable, init 1.702 (GELU fit)"),
     "mish": FFNVariant(False, "mish", "Misra 2019, 'Mish: A Self Regularized Non-Monotonic Activation'"),
     "relu2": FFNVariant(False, "relu2", "So et al. 2021, 'Primer: Searching for Efficient Transformers'"),
+    "squared_silu": FFNVariant(False, "squared_silu", "silu(x)²: Primer's squaring (So et al. 2021) on SiLU"),
     # gated — Shazeer 2020, 'GLU Variants Improve Transformer'
     "glu": FFNVariant(True, "sigmoid", "Dauphin et al. 2017, 'Language Modeling with Gated Convolutional Networks'"),
     "bilinear": FFNVariant(True, "identity", "Mnih & Hinton 2007; Shazeer 2020, §2"),
