@@ -17,12 +17,17 @@ from ffn_zoo.nn.ffn import FFNSpec, check_variant_spec, gated_hidden_width
 from ffn_zoo.nn.model import ModelConfig, TransformerLM
 from ffn_zoo.training.runs import register_resolvers
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+PACKAGE = Path(__file__).resolve().parents[1]
+# where configs/ is: shipped inside an installed package (pyproject maps configs/ to ffn_zoo/configs), or at
+# the top of a source checkout (an editable install, a worktree on PYTHONPATH)
+CONFIG_DIRS = (PACKAGE / "configs", PACKAGE.parent / "configs")
+CONFIG_DIR = next((d for d in CONFIG_DIRS if (d / "train.yaml").is_file()), CONFIG_DIRS[-1])
 
 
 def config_dir() -> Path:
     if not (CONFIG_DIR / "train.yaml").is_file():
-        raise ConfigError(f"configs not found at {CONFIG_DIR}; install ffn-zoo from its source tree (pip install -e .)")
+        raise ConfigError(f"configs not found in {' or '.join(map(str, CONFIG_DIRS))}; reinstall ffn-zoo "
+                          f"(pip install .) or run from its source tree")
     return CONFIG_DIR
 
 
