@@ -175,7 +175,7 @@ class TrainRNG(L.Callback):
 
 def resolve_ckpt_path(cfg: DictConfig, run_dir: Path) -> Path | None:
     """``ckpt_path``: null (fresh run), ``last`` (newest run with the same overrides), a run folder or a file."""
-    value = cfg.get("ckpt_path")
+    value = cfg.ckpt_path
     if value is None or value == "":
         return None
     if str(value) == "last":

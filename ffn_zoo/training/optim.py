@@ -22,7 +22,7 @@ def _adamw(model: nn.Module, cfg: Mapping[str, Any]) -> torch.optim.Optimizer:
     # fused AdamW: one kernel over all parameters (~3x faster than the per-tensor loop at BERT-base on CPU)
     return torch.optim.AdamW(
         param_groups(model, cfg["weight_decay"]), lr=cfg["lr"], betas=tuple(cfg["betas"]), eps=cfg["eps"],
-        fused=cfg.get("fused", True),
+        fused=cfg["fused"],
     )
 
 
@@ -116,7 +116,7 @@ def build_optimizer(model: nn.Module, cfg: Mapping[str, Any]) -> torch.optim.Opt
     if cfg["name"] not in OPTIMIZERS:
         raise UnknownNameError("optim", cfg["name"], OPTIMIZERS)
     require_positive(**{"optim.lr": cfg["lr"]})
-    if cfg.get("weight_decay", 0) < 0:
+    if cfg["weight_decay"] < 0:
         raise ConfigError(f"optim.weight_decay={cfg['weight_decay']} must be >= 0")
     return OPTIMIZERS[cfg["name"]](model, cfg)
 
