@@ -3,10 +3,13 @@ Fixtures live in conftest.py; test modules import from here, never from one anot
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = (REPO.parent / "shared" / "data").resolve()
@@ -61,3 +64,49 @@ def train(overrides: list[str], tmp_path: Path, name: str = "run", base: list[st
     run_dir = tmp_path / name
     run_dir.mkdir(parents=True)
     return run(cfg, run_dir)
+
+
+# synthetic run folders for the analysis tests: a small config, and the four variants' (gated, activation, width)
+BASE = {
+    "seed": 0, "log_dir": "logs",
+    "model": {"name": "mini", "d_model": 256},
+    "data": {"name": "toy", "seq_len": 128, "batch_size": 32},
+    "optim": {"name": "adamw", "lr": 1e-3},
+    "trainer": {"max_steps": 100, "val_check_interval": 25},
+    "impl": {"threads": 2},
+}
+FFN = {"gelu": (False, "gelu", 1024), "relu": (False, "relu", 1024),
+       "geglu": (True, "gelu", 680), "swiglu": (True, "silu", 680)}
+
+
+def make_run(root: Path, ffn: str, seed: int, loss: float | None, *, status: str = "ok",
+             curve: list[float] | None = None, **changes: Any) -> Path:
+    """A run folder as train.py writes it: .hydra/config.yaml, metrics.json (unless unfinished), events."""
+    gated, act, hidden = FFN[ffn]
+    from omegaconf import OmegaConf
+
+    cfg = json.loads(json.dumps(BASE))
+    cfg["seed"] = seed
+    cfg["ffn"] = {"name": ffn, "gated": gated, "activation": act}
+    for dotted, value in changes.items():
+        group, key = dotted.split("__")
+        cfg[group][key] = value
+    path = root / ",".join([f"ffn={ffn}", f"seed={seed}"] + [f"{k}={v}" for k, v in changes.items()])
+    (path / ".hydra").mkdir(parents=True)
+    OmegaConf.save(OmegaConf.create(cfg), path / ".hydra" / "config.yaml")
+    if status == "ok":
+        metrics = {"status": "ok", "ffn": ffn, "activation": act, "gated": gated, "d_ff": hidden,
+                   "params_total": 3_700_000, "params_ffn": 2_097_152 if not gated else 2_088_960,
+                   "val_loss": loss, "val_ppl": math.exp(loss), "val_bpb": None, "tokens_seen": 409_600,
+                   "train_tokens_per_s": 5000.0, "flops_per_token": 24_000_000, "steps": 100, "seed": seed,
+                   "model": "mini", "data": cfg["data"]["name"]}
+        (path / "metrics.json").write_text(json.dumps(metrics))
+    elif status == "failed":
+        (path / "metrics.json").write_text(json.dumps({"status": "failed", "error": "data.seq_len must be > 0"}))
+    if curve:
+        from torch.utils.tensorboard import SummaryWriter
+
+        with SummaryWriter(str(path)) as w:
+            for i, v in enumerate(curve):
+                w.add_scalar("val/loss", v, global_step=25 * (i + 1) - 1)
+    return path

@@ -30,6 +30,9 @@ from ffn_zoo.training.runs import CKPT_DIR, find_last, overrides_name
 # settings a resumed run must share with its checkpoint: the network, the corpus and the data order
 MUST_MATCH = ("model", "ffn", "data", "seed")
 MAY_DIFFER = {"data.val_batch_size", "data.num_workers", "data.cache_dir"}  # where or how fast, not what
+# keys added after checkpoints had been written, with the value the older code behaved as: a checkpoint whose
+# config lacks one was trained with that value (tests/fixtures holds such a checkpoint)
+ADDED_KEYS = {"model.init": "gpt2"}
 
 
 class CheckpointError(FFNZooError):
@@ -248,6 +251,10 @@ def check_checkpoint(path: Path, module: L.LightningModule, cfg: DictConfig) -> 
         raise CheckpointError(f"ckpt_path={path} is from another model: it has {extra[0]} "
                               f"{tuple(saved[extra[0]].shape)}, which this model lacks {this_run}")
     config = ckpt.get("ffn_zoo", {}).get("config") or {}
+    for dotted, value in ADDED_KEYS.items():
+        group, key = dotted.split(".")
+        if group in config and key not in config[group]:
+            config[group] = {**config[group], key: value}
     current = OmegaConf.to_container(cfg, resolve=True)
     diff = _first_difference({k: config.get(k) for k in MUST_MATCH if k in config},
                              {k: current.get(k) for k in MUST_MATCH if k in config}, "")

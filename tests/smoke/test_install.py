@@ -61,6 +61,6 @@ def test_pip_install_dot_in_a_fresh_venv(tmp_path: Path) -> None:
     assert "| swiglu | gated |" in out
     out = sh(bin_ / "ffn-zoo-report", "model=tiny", "--no-time", "--variants", "mish_glu", cwd=elsewhere, env=env).stdout
     assert "| mish_glu | gated | 168 |" in out
-    for tool in ("ffn-zoo-bench", "ffn-zoo-bench-data", "ffn-zoo-bench-act-stats"):
+    for tool in ("ffn-zoo-bench", "ffn-zoo-bench-data", "ffn-zoo-bench-act-stats", "ffn-zoo-tune"):
         sh(bin_ / tool, "--help", cwd=elsewhere, env=env)
     assert list(elsewhere.iterdir()) == []  # nothing written where the commands ran

@@ -4,7 +4,7 @@ import json
 import math
 from pathlib import Path
 
-from tests.conftest import run_train, tiny
+from tests.helpers import run_train, tiny
 
 
 def test_fan_in_adafactor_trains_and_says_so(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from tests.conftest import REPO, tiny
+from tests.helpers import REPO, tiny
 
 pytestmark = pytest.mark.smoke
 

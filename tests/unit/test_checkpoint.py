@@ -11,7 +11,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from ffn_zoo.training.checkpoint import CheckpointError, Checkpointing, check_checkpoint, load_checkpoint, rng_state, set_rng_state
 from ffn_zoo.errors import FFNZooError
@@ -173,15 +172,15 @@ def test_a_toy_run_makes_no_network_connection_and_writes_only_its_run_folder(
 
 
 def test_a_checkpoint_from_before_the_refactor_loads_into_todays_model() -> None:
-    """The old code's checkpoint (tests/fixtures): today's configs build a model with exactly its keys and
-    shapes from the config stored in it, and the pre-resume check accepts it for those overrides."""
-    ckpt = load_checkpoint(OLD_CKPT)
-    stored = OmegaConf.create(ckpt["ffn_zoo"]["config"])
-    model = TransformerLM(model_config(stored, vocab_size=stored.data.vocab_size))
+    """The old code's checkpoint (tests/fixtures): today's configs, with the overrides it was trained with, build a
+    model with exactly its keys and shapes, and the pre-resume check (model, ffn, data, seed) accepts it."""
+    cfg = compose(OLD_CKPT_ARGS + ["trainer.max_steps=6"])
+    model = TransformerLM(model_config(cfg, vocab_size=cfg.data.vocab_size))
     assert model.cfg.ffn == FFNSpec(True, "silu", 64)  # swiglu at 2/3 of d_ff 96
+    ckpt = load_checkpoint(OLD_CKPT)
     weights = {k.removeprefix("model."): v for k, v in ckpt["state_dict"].items()}
     model.load_state_dict(weights, strict=True)  # every key present, none extra, every shape equal
-
-    cfg = compose(OLD_CKPT_ARGS + ["trainer.max_steps=6"])
-    module = LitLM(TransformerLM(model_config(cfg, vocab_size=cfg.data.vocab_size)), cfg.optim, 6)
-    assert check_checkpoint(OLD_CKPT, module, cfg) == 4
+    assert "init" not in ckpt["ffn_zoo"]["config"]["model"]  # written before model.init existed (ADDED_KEYS)
+    assert check_checkpoint(OLD_CKPT, LitLM(model, cfg.optim, 6), cfg) == 4
+    with pytest.raises(CheckpointError, match="model.init=gpt2 but this run has model.init=fan_in"):
+        check_checkpoint(OLD_CKPT, LitLM(model, cfg.optim, 6), compose([*OLD_CKPT_ARGS, "model.init=fan_in"]))

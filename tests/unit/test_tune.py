@@ -13,7 +13,7 @@ from scipy import stats
 from ffn_zoo.analysis.tuned import compare_tuned, tail_train_loss
 from ffn_zoo.analysis.compare import load_run
 from ffn_zoo.tools.tune import choose, main
-from tests.unit.test_compare import make_run
+from tests.helpers import make_run
 
 REQUIRED = ["--variants", "gelu,swiglu", "--tune-steps", "20", "--out"]
 
