@@ -26,6 +26,10 @@ class LMDataModule(L.LightningDataModule):
         self.sampler: StepSampler | None = None
         self.stream: StreamBatches | None = None  # set instead of the sampler for a streamed corpus
 
+    def _on_cuda(self) -> bool:
+        """Pinned host batches on a GPU: ``transfer_batch_to_device``'s non-blocking copy is then truly asynchronous."""
+        return self.trainer is not None and self.trainer.strategy.root_device.type == "cuda"
+
     def _rank_world(self) -> tuple[int, int]:
         return (self.trainer.global_rank, self.trainer.world_size) if self.trainer is not None else (0, 1)
 
@@ -38,12 +42,13 @@ class LMDataModule(L.LightningDataModule):
             # one worker: a second would repeat the stream; the parent tokenized validation with the Rust
             # thread pool, which must not be used across fork (tokenizers would warn and disable it anyway)
             os.environ["TOKENIZERS_PARALLELISM"] = "false"
-            return DataLoader(self.stream, batch_size=None, num_workers=1, prefetch_factor=8)
+            return DataLoader(self.stream, batch_size=None, num_workers=1, prefetch_factor=8,
+                              pin_memory=self._on_cuda())
         self.sampler = StepSampler(len(self.corpus.train), self.batch_size, self.seed, rank, world)
         self.sampler.start_step = start
         return DataLoader(
             Blocks(self.corpus.train), sampler=self.sampler, batch_size=None, num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
+            persistent_workers=self.num_workers > 0, pin_memory=self._on_cuda(),
         )
 
     def _val_loader(self, blocks: np.ndarray) -> DataLoader:

@@ -62,8 +62,9 @@ class LitLM(L.LightningModule):
         tokens = batch[:, 1:].numel() * self.trainer.world_size
         self.log("train/loss", loss, prog_bar=False)
         self.log("train/ppl", torch.exp(loss.detach()), prog_bar=True)
-        self.log("train/tokens_seen", float((self.global_step + 1) * tokens))
-        self.log("train/lr", self.trainer.optimizers[0].param_groups[0]["lr"])
+        # host numbers as CPU tensors: a Python float would be copied to the GPU, a host sync every step
+        self.log("train/tokens_seen", torch.tensor(float((self.global_step + 1) * tokens)))
+        self.log("train/lr", torch.tensor(float(self.trainer.optimizers[0].param_groups[0]["lr"])))
         return loss
 
     def on_validation_epoch_start(self) -> None:

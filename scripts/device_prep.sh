@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Run HERE (the CPU machine), in the repo root the device tool sends, before calling the device check:
+# fills .device/ (git-ignored; carried to the GPU box, <= 64 MiB with the tree) with
+#   wheels/          hydra-core, omegaconf, antlr4 (the device image has neither), the versions this venv runs
+#   wikipedia-en/    the first 5 train shards (~12.6 M BPE tokens) + the validation shard, for part glu
+# Then: device run  command="bash scripts/device_check.sh"  carry=[".device"]  timeout_s=540
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=${WIKI:-../shared/data/wikipedia-en}
+mkdir -p .device/wheels .device/wikipedia-en
+ver() { python -c "import importlib.metadata as m; print(m.version('$1'))"; }
+python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform any --platform manylinux2014_x86_64 -d .device/wheels \
+    "hydra-core==$(ver hydra-core)" "omegaconf==$(ver omegaconf)"
+# antlr4-python3-runtime 4.9.3 is an sdist only: build its pure-Python wheel here
+[ -n "$(ls .device/wheels/antlr4* 2>/dev/null)" ] || \
+    python -m pip wheel -q --no-deps -w .device/wheels "antlr4-python3-runtime==$(ver antlr4-python3-runtime)"
+for f in "$src"/train-0000[0-4].jsonl.gz "$src"/validation-00000.jsonl.gz; do cp -p "$f" .device/wikipedia-en/; done
+ls -la .device/wheels .device/wikipedia-en
+du -sh .device
+git ls-files -co --exclude-standard | xargs -d '\n' du -cb 2>/dev/null | tail -1 | awk '{printf "tree that travels: %.1f MiB (+ .device)\n", $1/2^20}'

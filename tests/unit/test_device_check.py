@@ -1,0 +1,171 @@
+"""The device check's CUDA path, checked on the CPU: no host sync or CPU copy in the hot step, every tensor on
+the step's device (the meta device refuses both), autocast dtypes, pinned loader memory on CUDA, and the
+check's own planning (batch doubling, job groups, budgets, the hard timeout)."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from ffn_zoo.data.blocks import Corpus
+from ffn_zoo.data.datamodule import LMDataModule
+from ffn_zoo.nn.model import TransformerLM
+from ffn_zoo.tools import device_check as dc
+from ffn_zoo.tools.benchmark import Case, _train_step, build_ours
+from ffn_zoo.training.build import compose, model_config
+from ffn_zoo.training.lit_module import LitLM
+
+SYNCING = ("item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__", "__index__")
+
+
+@pytest.fixture
+def no_host_sync(monkeypatch: pytest.MonkeyPatch):
+    """Inside ``with no_host_sync():`` any Python-level read of a tensor's value on the host raises."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def guard():
+        with pytest.MonkeyPatch.context() as m:
+            for name in SYNCING:
+                def refuse(self, *a, _name=name, **k):
+                    raise AssertionError(f"Tensor.{_name}() in the training step: a host sync on a GPU")
+                m.setattr(torch.Tensor, name, refuse)
+            yield
+
+    return guard
+
+
+def tiny_model(ffn: str, vocab: int = 256) -> tuple[TransformerLM, object]:
+    cfg = compose(["model=tiny", f"ffn={ffn}"])
+    return TransformerLM(model_config(cfg, vocab_size=vocab)), cfg
+
+
+@pytest.mark.parametrize("ffn", ["gelu", "swiglu"])
+def test_meta_device_step_has_no_sync_and_no_stray_device(ffn: str) -> None:
+    """On the meta device a .item(), a data-dependent branch or a tensor made on another device is an error,
+    also inside C++ ops: forward, loss, backward and clipping of our step run there."""
+    with torch.device("meta"):
+        model, cfg = tiny_model(ffn)
+        batch = torch.randint(0, 256, (4, 17))  # (B, T + 1)
+    module = LitLM(model, cfg.optim, max_steps=10)
+    loss = module.loss(batch, "mean")
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    assert loss.device.type == "meta"
+    assert all(p.device.type == "meta" and p.grad is not None and p.grad.device.type == "meta"
+               for p in model.parameters())
+
+
+@pytest.mark.parametrize("precision", ["32-true", "bf16-mixed"])
+def test_benchmark_step_reads_nothing_back_to_the_host(precision: str, no_host_sync) -> None:
+    """The whole bare step (forward, loss, backward, clipping, fused AdamW) with every host read refused."""
+    step, _ = build_ours(Case("tiny", "geglu", 16, 2, precision), vocab=256, device="cpu", compile_=False)
+    batch = torch.randint(0, 256, (2, 17))
+    step(batch)  # first step: optimizer state allocated
+    with no_host_sync():
+        step(batch)
+        step(batch)
+
+
+def test_lightning_training_step_logs_no_host_numbers(no_host_sync) -> None:
+    """LitLM.training_step: no host read, and what it logs is a tensor (a Python number logged on a GPU module
+    becomes torch.tensor(x, device=cuda), a synchronising copy every step)."""
+    model, cfg = tiny_model("gelu")
+    module = LitLM(model, cfg.optim, max_steps=10)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    module.trainer = SimpleNamespace(world_size=1, optimizers=[opt], global_step=0)
+    logged = {}
+    module.log = lambda name, value, **kw: logged.__setitem__(name, value)  # type: ignore[method-assign]
+    with no_host_sync():
+        module.training_step(torch.randint(0, 256, (2, 17)), 0)
+    assert set(logged) == {"train/loss", "train/ppl", "train/tokens_seen", "train/lr"}
+    assert all(isinstance(v, torch.Tensor) for v in logged.values()), {k: type(v) for k, v in logged.items()}
+    assert logged["train/tokens_seen"].device.type == "cpu" and logged["train/lr"].device.type == "cpu"
+
+
+def test_bf16_autocast_dtypes() -> None:
+    """bf16-mixed as the step runs it: matmuls in bf16, the loss in fp32, the master weights and grads fp32."""
+    model, cfg = tiny_model("swiglu")
+    module = LitLM(model, cfg.optim, max_steps=10)
+    seen = {}
+    model.blocks[0].ffn.w_out.register_forward_hook(lambda m, i, o: seen.__setitem__("w_out", o.dtype))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    step = _train_step(model, lambda b: seen.setdefault("loss", module.loss(b, "mean")), opt, 1.0, "bf16-mixed",
+                       "cpu")
+    step(torch.randint(0, 256, (2, 17)))
+    assert seen["w_out"] == torch.bfloat16 and seen["loss"].dtype == torch.float32
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+
+
+@pytest.mark.parametrize("device,pinned", [("cuda", True), ("cpu", False)])
+def test_loader_pins_memory_on_cuda(device: str, pinned: bool) -> None:
+    blocks = np.zeros((8, 17), dtype=np.int64)
+    dm = LMDataModule(Corpus("t", 256, blocks, blocks), batch_size=2, val_batch_size=2, seed=0)
+    dm.trainer = SimpleNamespace(global_step=0, global_rank=0, world_size=1,
+                                 strategy=SimpleNamespace(root_device=torch.device(device)))
+    assert dm.train_dataloader().pin_memory is pinned
+
+
+def test_largest_batch_doubles_until_it_does_not_fit() -> None:
+    tried = []
+
+    def fits(b: int) -> bool:
+        tried.append(b)
+        return b <= 100
+
+    assert dc.largest_batch(fits, 8, 512) == 64 and tried == [8, 16, 32, 64, 128]
+    assert dc.largest_batch(lambda b: True, 8, 40) == 32
+    assert dc.largest_batch(lambda b: False, 8, 512) is None
+
+
+@pytest.mark.parametrize("concurrency,n_groups", [(8, 8), (4, 4), (2, 2), (1, 2), (16, 8)])
+def test_job_groups_cover_every_job_once(concurrency: int, n_groups: int) -> None:
+    ffns, seeds = ("gelu", "relu", "geglu", "swiglu"), (0, 1)
+    groups = dc.job_groups(ffns, seeds, concurrency)
+    assert len(groups) == n_groups
+    jobs = sorted((f, s) for fs, s in groups for f in fs)
+    assert jobs == sorted((f, s) for f in ffns for s in seeds)
+
+
+def test_glu_budget_six_validations_and_the_cap() -> None:
+    s = dc.GPU
+    steps, aggregate = dc.glu_budget(2e5, 100, 8, 8, 1.5, s)
+    assert aggregate == 3e5 and steps % 6 == 0 and steps > 0
+    assert steps * s.glu_batch * 128 <= 3e5 * 100 / 8  # fits the window at the assumed speed
+    big, _ = dc.glu_budget(1e9, 100, 8, 8, 1.5, s)
+    assert big * s.glu_batch * 128 <= s.glu_tokens_cap
+    assert dc.glu_budget(1.0, 1, 8, 1, 1.5, s)[0] == 6  # never fewer than six validations
+
+
+def test_gpu_budgets_fit_the_device_limit() -> None:
+    """The parts' hard budgets sum to under 8 minutes, inside one 10-minute device command."""
+    assert sum(dc.GPU.budgets.values()) <= 480
+    assert set(dc.GPU.budgets) == set(dc.PARTS) == set(dc.DRY.budgets)
+
+
+def test_nominal_peaks_by_gpu_name() -> None:
+    assert dc.nominal_for("NVIDIA H200")["bf16"] == pytest.approx(989, rel=0.01)
+    assert dc.nominal_for("NVIDIA H200")["tf32"] == pytest.approx(495, rel=0.01)
+    assert dc.nominal_for("NVIDIA A10G") is None and dc.nominal_for(None) is None
+
+
+def test_a_part_past_its_budget_is_killed_and_recorded(tmp_path) -> None:
+    """The hard budget: a child that cannot finish in time (here: not even import torch) is killed."""
+    res = dc.run_child("env", dc.DRY, tmp_path, budget=0.3)
+    assert res["status"] == "timeout" and res["rc"] is None and res["wall_s"] < 30
+
+
+def test_report_renders_a_half_finished_part() -> None:
+    from ffn_zoo.tools.device_report import markdown
+
+    report = {"dry_run": True, "started": "now", "wall_s": 1.0, "parts": {
+        "step": {"status": "timeout", "wall_s": 190, "budget_s": 190, "error": None,
+                 "result": {"batch": 64, "rows": [{"impl": "ours"}]}},
+        "glu": {"status": "failed", "wall_s": 3, "budget_s": 140, "error": "RuntimeError: boom", "result": {}}}}
+    md = markdown(report)
+    assert "## 3. Training step — timeout" in md and "(incomplete" in md and "RuntimeError: boom" in md
+    assert not math.isnan(report["wall_s"])
