@@ -29,7 +29,8 @@ from ffn_zoo.training.runs import CKPT_DIR, find_last, overrides_name
 
 # settings a resumed run must share with its checkpoint: the network, the corpus and the data order
 MUST_MATCH = ("model", "ffn", "data", "seed")
-MAY_DIFFER = {"data.val_batch_size", "data.num_workers", "data.cache_dir"}  # where or how fast, not what
+MAY_DIFFER = {"data.val_batch_size", "data.num_workers", "data.cache_dir",  # where or how fast, not what
+              "data.extra_val", "data.extra_val_defaults"}  # extra held-out sets are scored, never trained on
 # keys added after checkpoints had been written, with the value the older code behaved as: a checkpoint whose
 # config lacks one was trained with that value (tests/fixtures holds such a checkpoint)
 ADDED_KEYS = {"model.init": "gpt2"}
