@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_train
+from tests.helpers import run_train
 
 pytestmark = pytest.mark.smoke
 
