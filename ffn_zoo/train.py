@@ -29,8 +29,9 @@ from ffn_zoo.training.checkpoint import check_checkpoint, resolve_ckpt_path
 from ffn_zoo.training.faults import GracefulStop, JobFailures, NonFiniteGuard, reliability_callbacks
 from ffn_zoo.training.instruments import build_activation_stats
 from ffn_zoo.training.lit_module import LitLM
-from ffn_zoo.training.loggers import build_logger, log_hparams, quiet_warnings
+from ffn_zoo.training.loggers import build_loggers, log_hparams, quiet_warnings, write_layouts
 from ffn_zoo.training.objectives import model_vocab_size, prepare_objective
+from ffn_zoo.training.progress import ValidationLines, interactive, quiet_lightning
 from ffn_zoo.training.runs import SWEPT_KEYS_ENV, register_resolvers, swept_keys
 from ffn_zoo.training.scale import trainer_kwargs
 from ffn_zoo.training.summary import print_banner, run_metrics, write_metrics
@@ -41,6 +42,7 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     started = time.time()
     validate_config(cfg)
     quiet_warnings()
+    quiet_lightning()  # no "💡 Tip" lines
     if cfg.impl.threads:
         torch.set_num_threads(int(cfg.impl.threads))
     torch.set_float32_matmul_precision(cfg.impl.matmul_precision)
@@ -58,19 +60,22 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     safety = reliability_callbacks(cfg, run_dir)  # checkpoints, RNG stream, NaN guard, signals (faults.py)
 
     throughput = ThroughputMonitor(cfg.data.batch_size * cfg.data.seq_len)
+    show_bar = bool(cfg.trainer.enable_progress_bar) and interactive()  # a log file gets one line per validation
     act_stats = build_activation_stats(cfg.instruments, corpus.val, objective.inputs)  # None when off
     trainer = L.Trainer(
-        **trainer_kwargs(OmegaConf.to_container(cfg.trainer, resolve=True)),  # strategy by name (scale.py)
+        **{**trainer_kwargs(OmegaConf.to_container(cfg.trainer, resolve=True)),  # strategy by name (scale.py)
+           "enable_progress_bar": show_bar},
         precision=cfg.impl.precision,
         gradient_clip_val=cfg.optim.grad_clip or None,
-        logger=build_logger(cfg.logger, run_dir),
-        callbacks=[throughput] + ([StepProgressBar(refresh_rate=5)] if cfg.trainer.enable_progress_bar else [])
+        logger=build_loggers(cfg.logger, run_dir) or False,
+        callbacks=[throughput, StepProgressBar(refresh_rate=5) if show_bar else ValidationLines(throughput)]
         + ([act_stats] if act_stats else []) + safety,
         default_root_dir=str(run_dir),
         enable_checkpointing=False,
         use_distributed_sampler=False,  # our StepSampler shards the global batch itself
     )
     if trainer.is_global_zero:
+        write_layouts(trainer.loggers)  # the Custom Scalars tab, in this run's own events
         print_banner(cfg, model, corpus.description, trainer.strategy.root_device, ckpt_path, resume_step)
         for name, held_out in corpus.extra_val.items():  # data.extra_val
             print(f"val set  {name}: {held_out.description}", flush=True)
@@ -95,7 +100,7 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         **module.extra_val_metrics(),  # data.extra_val: val_<name>_loss, _ppl, _bpb
     })
     if trainer.is_global_zero:
-        log_hparams(trainer.logger, cfg, metrics)
+        log_hparams(trainer.loggers, cfg, metrics, module.last_val)
         write_metrics(run_dir, metrics)
     return metrics
 

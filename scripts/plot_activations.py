@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 from ffn_zoo.nn.activations import SwishBeta, get_activation  # noqa: E402
+from ffn_zoo.training.instruments import act_tag  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "img"
 
@@ -92,7 +93,7 @@ def plot_gelu_errors(path: Path) -> None:
 
 
 def plot_dead_units(runs: list[Path], path: Path) -> None:
-    """Mean dead-unit and zero fractions over training of each run folder (``act/…/mean`` in its events)."""
+    """Mean dead-unit and zero fractions over training of each run folder (``~act/…/mean`` in its events)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.4))
@@ -101,8 +102,9 @@ def plot_dead_units(runs: list[Path], path: Path) -> None:
         acc.Reload()
         metrics = json.loads((run / "metrics.json").read_text()) if (run / "metrics.json").is_file() else {}
         label = metrics.get("ffn", run.name)
-        for ax, tag in ((ax1, "act/dead_frac/mean"), (ax2, "act/zero_frac/mean")):
-            events = acc.Scalars(tag) if tag in acc.Tags()["scalars"] else []
+        for ax, name in ((ax1, "dead_frac/mean"), (ax2, "zero_frac/mean")):
+            tag = act_tag(acc.Tags()["scalars"], name)  # ~act/… (or act/… in runs before the rename)
+            events = acc.Scalars(tag) if tag else []
             ax.plot([e.step for e in events], [e.value for e in events], marker="o", ms=3, label=label)
     for ax, title in ((ax1, "dead units (mean over layers)"), (ax2, "exactly-zero activations (mean over layers)")):
         ax.set_title(title, fontsize=10)

@@ -6,14 +6,14 @@ activation: the hidden of a dense FFN, the *gate* of a gated one) and ``ffn.w_ou
 hidden the FFN writes out: act(W_in·x), or act(W_gate·x) ⊙ W_up·x). Hooks exist only during that one
 forward, so training steps run untouched.
 
-Per layer (``layer_00`` is the first):
-- ``act/dead_frac``: fraction of hidden units whose activation is ≤ ε for *every* token of the batch
+Per layer (``layer_00`` is the first), under the ``~act/`` prefix (:data:`ACT`):
+- ``~act/dead_frac``: fraction of hidden units whose activation is ≤ ε for *every* token of the batch
   (what that means per activation: the ``dead`` rule of its entry in ``ACTIVATIONS``; gated variants: the gate).
-- ``act/zero_frac``: fraction of activation outputs that are exactly 0.
-- ``act/saturated_frac``: fraction of entries where |act′(pre-activation)| < ``sat_tol``: the unit
+- ``~act/zero_frac``: fraction of activation outputs that are exactly 0.
+- ``~act/saturated_frac``: fraction of entries where |act′(pre-activation)| < ``sat_tol``: the unit
   passes (almost) no gradient there. For a gated FFN this is the gate's saturation.
-- ``act/mean``, ``act/std``: of the hidden the FFN writes out (the product, for gated variants).
-- ``act/beta``: the learned β of ``swish_beta`` / ``learnable_gelu``.
+- ``~act/mean``, ``~act/std``: of the hidden the FFN writes out (the product, for gated variants).
+- ``~act/beta``: the learned β of ``swish_beta`` / ``learnable_gelu``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,17 @@ from torch import nn
 
 from ffn_zoo.errors import ConfigError
 from ffn_zoo.nn.activations import ACTIVATIONS
+
+# The tag prefix of these statistics. "~" sorts after letters, so TensorBoard and W&B (which order tag groups
+# by name) show train/ and val/ first and the activation statistics last; runs before it used "act".
+ACT = "~act"
+LEGACY_ACT = "act"
+
+
+def act_tag(tags: Any, name: str) -> str | None:
+    """The tag of statistic ``name`` (e.g. ``dead_frac/mean``) among a run's ``tags``, new or legacy prefix."""
+    return next((t for t in (f"{ACT}/{name}", f"{LEGACY_ACT}/{name}") if t in tags), None)
+
 
 def dead_units(act: torch.Tensor, eps: float = 1e-6, two_sided: bool = False) -> torch.Tensor:
     """Boolean (hidden,) mask of units whose activation is ≤ ``eps`` for every token of ``act`` (..., hidden).
@@ -76,12 +87,12 @@ class ActivationStats(L.Callback):
             def hook(module: nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
                 tag = f"layer_{i:02d}"
                 out = out.float()  # (B, T, H): the hidden (dense) or the gate (gated)
-                scalars[f"act/dead_frac/{tag}"] = dead_units(out, self.eps, two_sided).float().mean().item()
-                scalars[f"act/zero_frac/{tag}"] = (out == 0).float().mean().item()
+                scalars[f"{ACT}/dead_frac/{tag}"] = dead_units(out, self.eps, two_sided).float().mean().item()
+                scalars[f"{ACT}/zero_frac/{tag}"] = (out == 0).float().mean().item()
                 deriv = elementwise_derivative(module, args[0])  # (B, T, H)
-                scalars[f"act/saturated_frac/{tag}"] = (deriv.abs() < self.sat_tol).float().mean().item()
+                scalars[f"{ACT}/saturated_frac/{tag}"] = (deriv.abs() < self.sat_tol).float().mean().item()
                 if self.histograms:
-                    hists[f"act/gate_hist/{tag}" if gated else f"act/hist/{tag}"] = out.flatten()
+                    hists[f"{ACT}/gate_hist/{tag}" if gated else f"{ACT}/hist/{tag}"] = out.flatten()
 
             return hook
 
@@ -89,10 +100,10 @@ class ActivationStats(L.Callback):
             def pre_hook(module: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
                 tag = f"layer_{i:02d}"
                 h = args[0].float()  # (B, T, H): what W_out reads
-                scalars[f"act/mean/{tag}"] = h.mean().item()
-                scalars[f"act/std/{tag}"] = h.std().item()
+                scalars[f"{ACT}/mean/{tag}"] = h.mean().item()
+                scalars[f"{ACT}/std/{tag}"] = h.std().item()
                 if self.histograms and gated:
-                    hists[f"act/hist/{tag}"] = h.flatten()
+                    hists[f"{ACT}/hist/{tag}"] = h.flatten()
 
             return pre_hook
 
@@ -107,7 +118,7 @@ class ActivationStats(L.Callback):
                 handles.append(ffn.w_out.register_forward_pre_hook(on_hidden(i, gated)))
                 beta = getattr(ffn.act, "beta", None)
                 if isinstance(beta, torch.Tensor):
-                    scalars[f"act/beta/layer_{i:02d}"] = beta.item()
+                    scalars[f"{ACT}/beta/layer_{i:02d}"] = beta.item()
             device = next(model.parameters()).device
             model.forward(self.inputs.to(device))  # eager even under impl.compile (Module.compile wraps __call__)
         finally:
@@ -115,8 +126,8 @@ class ActivationStats(L.Callback):
                 h.remove()
             model.train(was_training)
         for key in ("dead_frac", "zero_frac", "saturated_frac"):
-            values = [v for k, v in scalars.items() if k.startswith(f"act/{key}/")]
-            scalars[f"act/{key}/mean"] = sum(values) / len(values)
+            values = [v for k, v in scalars.items() if k.startswith(f"{ACT}/{key}/")]
+            scalars[f"{ACT}/{key}/mean"] = sum(values) / len(values)
         return scalars, hists
 
     # --- Lightning hooks ---------------------------------------------------------------------------
@@ -149,11 +160,11 @@ class ActivationStats(L.Callback):
         """The last measurement for ``metrics.json``: per-layer lists and means."""
         out: dict[str, Any] = {}
         for key in ("dead_frac", "zero_frac", "saturated_frac", "mean", "std", "beta"):
-            layers = sorted(k for k in self.last if k.startswith(f"act/{key}/layer_"))
+            layers = sorted(k for k in self.last if k.startswith(f"{ACT}/{key}/layer_"))
             if layers:
                 out[f"act_{key}"] = [round(self.last[k], 6) for k in layers]
-            if f"act/{key}/mean" in self.last:
-                out[f"act_{key}_mean"] = round(self.last[f"act/{key}/mean"], 6)
+            if f"{ACT}/{key}/mean" in self.last:
+                out[f"act_{key}_mean"] = round(self.last[f"{ACT}/{key}/mean"], 6)
         if out:
             out["act_stats_step"] = self._last_step
         return out

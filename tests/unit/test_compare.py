@@ -107,12 +107,20 @@ def test_pngs_and_tensorboard_layout(sweep: Path) -> None:
         assert Path(p).read_bytes()[:4] == b"\x89PNG"
     md = (sweep / "compare" / "table.md").read_text()
     assert "Shazeer'20" in md and "1.942" in md and "-0.041" in md
-    layouts = list(sweep.glob(f"events.out.tfevents.*{C.LAYOUT_SUFFIX}"))
+    # the layout lives in a run's folder, never in the sweep's (TensorBoard would list the sweep as a run ".")
+    assert not list(sweep.glob("events.out.tfevents.*"))
+    layouts = list(sweep.glob(f"*/events.out.tfevents.*{C.LAYOUT_SUFFIX}"))
     C.compare([sweep])  # a second compare replaces the layout instead of adding one
-    assert len(list(sweep.glob(f"events.out.tfevents.*{C.LAYOUT_SUFFIX}"))) == len(layouts) == 1
+    assert len(list(sweep.glob(f"*/events.out.tfevents.*{C.LAYOUT_SUFFIX}"))) == len(layouts) == 1
     run = C.load_run(sweep / "ffn=geglu,seed=0")
     tokens, values = C.val_curve(run)
     assert tokens.tolist() == [25 * 4096, 50 * 4096, 75 * 4096] and values[-1] == pytest.approx(2.90)
+
+
+def test_layout_left_at_the_sweep_root_by_older_versions_is_removed(sweep: Path) -> None:
+    (sweep / f"events.out.tfevents.0.host.1{C.LAYOUT_SUFFIX}").write_bytes(b"")
+    C.compare([sweep])
+    assert not list(sweep.glob("events.out.tfevents.*"))
 
 
 def test_delta_over_training_has_known_values(sweep: Path) -> None:

@@ -13,7 +13,7 @@ from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.errors import ConfigError
 from ffn_zoo.training.optim import build_optimizer
 from ffn_zoo.training.scale import trainer_kwargs
-from ffn_zoo.training.loggers import build_logger
+from ffn_zoo.training.loggers import build_loggers
 
 OPTIONS = sorted(
     (p.parent.name, p.stem)
@@ -24,7 +24,7 @@ SMALL = ["model.d_model=32", "model.n_layers=1", "model.n_heads=2", "model.d_ff=
 
 def test_primary_config_composes() -> None:
     cfg = compose()
-    assert (cfg.model.name, cfg.ffn.name, cfg.data.name, cfg.logger.name) == ("bert_base", "gelu", "toy", "tensorboard")
+    assert (cfg.model.name, cfg.ffn.name, cfg.data.name, list(cfg.logger)) == ("bert_base", "gelu", "toy", ["tensorboard"])
 
 
 @pytest.mark.parametrize("group, option", OPTIONS, ids=lambda v: str(v))
@@ -36,7 +36,8 @@ def test_option_composes_and_instantiates(group: str, option: str, tmp_path: Pat
     model = TransformerLM(model_config(cfg, vocab_size=None if cfg.model.vocab_size else vocab))
     assert model(torch.zeros(1, 4, dtype=torch.long)).shape == (1, 4, model.cfg.vocab_size)
     build_optimizer(model, cfg.optim)
-    build_logger(cfg.logger, tmp_path)
+    assert [type(lg).__name__ for lg in build_loggers(cfg.logger, tmp_path)] == [
+        {"tensorboard": "TensorBoardLogger", "csv": "CSVLogger", "wandb": "WandbLogger"}[k] for k in cfg.logger]
 
     trainer_args = set(inspect.signature(L.Trainer).parameters)
     assert set(cfg.trainer) <= trainer_args, f"not Trainer arguments: {set(cfg.trainer) - trainer_args}"

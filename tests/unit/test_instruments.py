@@ -9,7 +9,7 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from ffn_zoo.training.build import compose
-from ffn_zoo.training.instruments import ActivationStats, dead_units, elementwise_derivative
+from ffn_zoo.training.instruments import ACT, ActivationStats, act_tag, dead_units, elementwise_derivative
 from ffn_zoo.nn.activations import ACTIVATIONS, get_activation
 from ffn_zoo.nn.ffn import FFNSpec
 from ffn_zoo.nn.model import ModelConfig, TransformerLM
@@ -63,14 +63,14 @@ def test_callback_counts_units_killed_by_hand(gated: bool, activation: str) -> N
         first.weight[:10] = 0.0  # pre-activation 0 for every token: act(0) = 0 <= ε, so dead
     stats = ActivationStats(torch.randint(0, 50, (4, 16)), histograms=False)
     scalars, _ = stats.measure(model)
-    assert scalars["act/dead_frac/layer_00"] == pytest.approx(10 / 40)
-    assert scalars["act/dead_frac/layer_01"] == 0.0  # random init: every unit fires on some of 64 tokens
-    assert scalars["act/dead_frac/mean"] == pytest.approx(10 / 80)
+    assert scalars[f"{ACT}/dead_frac/layer_00"] == pytest.approx(10 / 40)
+    assert scalars[f"{ACT}/dead_frac/layer_01"] == 0.0  # random init: every unit fires on some of 64 tokens
+    assert scalars[f"{ACT}/dead_frac/mean"] == pytest.approx(10 / 80)
     if activation == "relu":  # relu′(x) = 0 exactly where relu(x) = 0
-        assert scalars["act/saturated_frac/layer_01"] == scalars["act/zero_frac/layer_01"]
-        assert 0.3 < scalars["act/zero_frac/layer_01"] < 0.7
+        assert scalars[f"{ACT}/saturated_frac/layer_01"] == scalars[f"{ACT}/zero_frac/layer_01"]
+        assert 0.3 < scalars[f"{ACT}/zero_frac/layer_01"] < 0.7
     else:
-        assert scalars["act/zero_frac/layer_01"] == 0.0
+        assert scalars[f"{ACT}/zero_frac/layer_01"] == 0.0
     # the hooks are gone and the model is back in training mode
     assert model.training
     assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
@@ -82,9 +82,9 @@ def test_hidden_mean_std_are_of_the_gated_product() -> None:
     seen = {}
     model.blocks[1].ffn.w_out.register_forward_pre_hook(lambda m, a: seen.setdefault("h", a[0].clone()))
     scalars, hists = ActivationStats(inputs).measure(model.eval())
-    assert scalars["act/mean/layer_01"] == pytest.approx(seen["h"].mean().item(), rel=1e-5)
-    assert scalars["act/std/layer_01"] == pytest.approx(seen["h"].std().item(), rel=1e-5)
-    assert {"act/hist/layer_01", "act/gate_hist/layer_01"} <= set(hists)
+    assert scalars[f"{ACT}/mean/layer_01"] == pytest.approx(seen["h"].mean().item(), rel=1e-5)
+    assert scalars[f"{ACT}/std/layer_01"] == pytest.approx(seen["h"].std().item(), rel=1e-5)
+    assert {f"{ACT}/hist/layer_01", f"{ACT}/gate_hist/layer_01"} <= set(hists)
 
 
 def event_tags(run_dir: Path) -> tuple[dict[str, list[float]], list[str]]:
@@ -102,9 +102,9 @@ def test_run_logs_statistics_and_learned_beta(tmp_path: Path) -> None:
     scalars, hists = event_tags(tmp_path)
     for layer in ("layer_00", "layer_01"):
         for key in ("dead_frac", "zero_frac", "saturated_frac", "mean", "std", "beta"):
-            assert len(scalars[f"act/{key}/{layer}"]) == 4, key  # steps 0, 10, 20, 30
-        assert f"act/hist/{layer}" in hists
-    beta = scalars["act/beta/layer_00"]
+            assert len(scalars[f"{ACT}/{key}/{layer}"]) == 4, key  # steps 0, 10, 20, 30
+        assert f"{ACT}/hist/{layer}" in hists
+    beta = scalars[f"{ACT}/beta/layer_00"]
     assert beta[0] == pytest.approx(1.702, abs=1e-6) and abs(beta[-1] - 1.702) > 1e-3  # β learned
     written = json.loads((tmp_path / "metrics.json").read_text())
     assert written["act_beta"] == metrics["act_beta"] and len(written["act_beta"]) == 2
@@ -117,4 +117,11 @@ def test_statistics_can_be_turned_off(tmp_path: Path) -> None:
     metrics = run(compose(tiny("trainer.max_steps=5", "trainer.val_check_interval=5", "instruments.act_stats=false")),
                   tmp_path)
     assert "act_dead_frac" not in metrics
-    assert not any(t.startswith("act/") for t in event_tags(tmp_path)[0])
+    assert not any(t.startswith((f"{ACT}/", "act/")) for t in event_tags(tmp_path)[0])
+
+
+def test_act_tag_reads_new_and_legacy_runs() -> None:
+    assert act_tag({f"{ACT}/dead_frac/mean", "val/loss"}, "dead_frac/mean") == f"{ACT}/dead_frac/mean"
+    assert act_tag({"act/dead_frac/mean"}, "dead_frac/mean") == "act/dead_frac/mean"  # runs before the rename
+    assert act_tag({"val/loss"}, "dead_frac/mean") is None
+    assert sorted(["val", ACT, "train"]) == ["train", "val", ACT]  # TensorBoard and W&B order groups by name

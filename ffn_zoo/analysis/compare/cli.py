@@ -69,7 +69,7 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
             pngs.append(out / f"delta_curves{suffix}.png")
     report["pngs"] = [str(p) for p in pngs]
     if layout:
-        write_tensorboard_layout(root)
+        write_tensorboard_layout(root, run_dirs)
     print(text, end="")
     print(f"wrote {out}/table.md, table.csv, table.json" + "".join(f", table_{n}.csv" for n in extra)
           + (", delta_curves.csv" if gaps else "")

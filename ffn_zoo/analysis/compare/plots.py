@@ -9,7 +9,7 @@ import numpy as np
 
 from ffn_zoo.analysis.compare.runs import Group, seed_curves
 
-LAYOUT_SUFFIX = ".ffnzoo_layout"  # the events file compare.py writes into the sweep root
+LAYOUT_SUFFIX = ".ffnzoo_layout"  # the events file compare writes (first run folder; older: the sweep root)
 
 
 def _save(fig: Any, ax: Any, path: Path) -> None:
@@ -119,22 +119,21 @@ def plot_deltas(rows: Sequence[dict[str, Any]], path: Path, title: str = "") -> 
     return True
 
 
-def write_tensorboard_layout(root: Path) -> Path:
-    """A custom-scalars layout in ``root``: every run's val/loss (and train/loss, val/ppl) on one chart each.
+def write_tensorboard_layout(root: Path, run_dirs: Sequence[Path]) -> Path:
+    """The custom-scalars layout (every run's val/loss, train/loss, val/ppl on one chart each) in the first
+    run's folder, for runs trained before train.py wrote it into each run's events; returns that folder.
 
-    TensorBoard's Custom Scalars tab draws, for each chart, every run under ``--logdir`` whose tags match.
+    Never in ``root`` itself: a folder with events of its own is a run to TensorBoard (the "." pseudo-run),
+    so a layout earlier versions left there is removed. TensorBoard merges identical layouts of all runs.
     """
     from torch.utils.tensorboard import SummaryWriter
 
-    for old in root.glob(f"events.out.tfevents.*{LAYOUT_SUFFIX}"):
-        old.unlink()  # one layout per folder, however often compare runs
-    charts = {  # chart title -> ["Multiline", [tag regexes]]
-        "val/loss (every run; whole validation split)": ["Multiline", [r"^val/loss$"]],
-        "train/loss (every run)": ["Multiline", [r"^train/loss$"]],
-        "val/ppl (every run)": ["Multiline", [r"^val/ppl$"]],
-        "train/tokens_per_s (every run)": ["Multiline", [r"^train/tokens_per_s$"]],
-    }
-    writer = SummaryWriter(log_dir=str(root), filename_suffix=LAYOUT_SUFFIX)
-    writer.add_custom_scalars({"ffn-zoo: all variants": charts})
+    from ffn_zoo.training.tb_views import write_custom_scalars
+
+    target = run_dirs[0]
+    for old in [*root.glob(f"events.out.tfevents.*{LAYOUT_SUFFIX}"), *target.glob(f"events.out.tfevents.*{LAYOUT_SUFFIX}")]:
+        old.unlink()  # one layout, however often compare runs
+    writer = SummaryWriter(log_dir=str(target), filename_suffix=LAYOUT_SUFFIX)
+    write_custom_scalars(writer)
     writer.close()
-    return root
+    return target

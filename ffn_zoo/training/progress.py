@@ -1,0 +1,91 @@
+"""What a run prints while it trains: the progress bar in a terminal, one line per validation in a log.
+
+A log file (a sweep's, CI's, ``> log``) gets no carriage-return redraws: tqdm bars written to a file
+become dozens of lines per validation. There each validation prints
+``step 120/240  val/loss 6.31  val/ppl 550  3.9k tok/s  ETA 2m``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+import lightning as L
+
+TIP_PREFIX = "💡 Tip"  # Lightning's advertisements (litlogger, litmodels), one per run
+
+
+class _DropTips(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(TIP_PREFIX)
+
+
+def quiet_lightning() -> None:
+    """Drop Lightning's "💡 Tip" lines (they are logged through its rank-zero logger)."""
+    log = logging.getLogger("lightning.pytorch.utilities.rank_zero")
+    if not any(isinstance(f, _DropTips) for f in log.filters):
+        log.addFilter(_DropTips())
+
+
+def interactive() -> bool:
+    """A terminal on stdout (where Lightning's tqdm bar writes)."""
+    return sys.stdout.isatty()
+
+
+def si(x: float) -> str:
+    """3900 -> '3.9k', 12345 -> '12k', 2.5e6 -> '2.5M'."""
+    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= div:
+            v = x / div
+            return f"{v:.1f}{unit}" if v < 10 else f"{v:.0f}{unit}"
+    return f"{x:.0f}"
+
+
+def duration(seconds: float) -> str:
+    """45 -> '45s', 130 -> '2m', 3900 -> '1h05m'."""
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
+
+
+def validation_line(step: int, max_steps: int, metrics: dict[str, Any], tokens_per_s: float | None,
+                    elapsed: float, steps_done: int) -> str:
+    """``step 120/240  val/loss 6.31  val/ppl 550  3.9k tok/s  ETA 2m`` (ETA from the wall time so far)."""
+    parts = [f"step {step}/{max_steps}"]
+    if "val/loss" in metrics:
+        parts.append(f"val/loss {float(metrics['val/loss']):.2f}")
+    if "val/ppl" in metrics:
+        ppl = float(metrics["val/ppl"])
+        parts.append(f"val/ppl {ppl:.0f}" if ppl >= 100 else f"val/ppl {ppl:.2f}")
+    if tokens_per_s:
+        parts.append(f"{si(tokens_per_s)} tok/s")
+    if step < max_steps and steps_done > 0:
+        parts.append(f"ETA {duration(elapsed / steps_done * (max_steps - step))}")
+    else:
+        parts.append(f"took {duration(elapsed)}")
+    return "  ".join(parts)
+
+
+class ValidationLines(L.Callback):
+    """Prints :func:`validation_line` after each validation (not the sanity check), on rank zero.
+    ``throughput`` is the run's ThroughputMonitor (its mean tokens/s)."""
+
+    def __init__(self, throughput: Any) -> None:
+        self.throughput = throughput
+        self._start, self._first_step = time.perf_counter(), 0
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._start, self._first_step = time.perf_counter(), trainer.global_step  # a resumed run counts from here
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.sanity_checking or not trainer.is_global_zero:
+            return
+        metrics = {k: v.item() if hasattr(v, "item") else v for k, v in trainer.callback_metrics.items()}
+        line = validation_line(trainer.global_step, trainer.max_steps, metrics, self.throughput.mean_tokens_per_s,
+                               time.perf_counter() - self._start, trainer.global_step - self._first_step)
+        print(line, flush=True)
+
