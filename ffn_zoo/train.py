@@ -11,7 +11,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import hydra
 import lightning as L
@@ -28,6 +28,7 @@ from ffn_zoo.training.callbacks import StepProgressBar, ThroughputMonitor
 from ffn_zoo.training.checkpoint import check_checkpoint, resolve_ckpt_path
 from ffn_zoo.training.faults import GracefulStop, JobFailures, NonFiniteGuard, reliability_callbacks
 from ffn_zoo.training.instruments import build_activation_stats
+from ffn_zoo.training.ladder import run_ladder
 from ffn_zoo.training.lit_module import LitLM
 from ffn_zoo.training.loggers import build_loggers, log_hparams, quiet_warnings, write_layouts
 from ffn_zoo.training.objectives import model_vocab_size, prepare_objective
@@ -37,8 +38,12 @@ from ffn_zoo.training.scale import trainer_kwargs
 from ffn_zoo.training.summary import print_banner, run_metrics, write_metrics
 
 
-def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
-    """Train one configuration; write ``metrics.json`` into ``run_dir`` and return it."""
+def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
+        extra_metrics: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Train one configuration; write ``metrics.json`` into ``run_dir`` and return it.
+
+    ``callbacks`` run after the built-in ones and ``extra_metrics`` go into metrics.json (a ladder uses both).
+    """
     started = time.time()
     validate_config(cfg)
     quiet_warnings()
@@ -69,7 +74,7 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         gradient_clip_val=cfg.optim.grad_clip or None,
         logger=build_loggers(cfg.logger, run_dir) or False,
         callbacks=[throughput, StepProgressBar(refresh_rate=5) if show_bar else ValidationLines(throughput)]
-        + ([act_stats] if act_stats else []) + safety,
+        + ([act_stats] if act_stats else []) + safety + list(callbacks),
         default_root_dir=str(run_dir),
         enable_checkpointing=False,
         use_distributed_sampler=False,  # our StepSampler shards the global batch itself
@@ -98,6 +103,7 @@ def run(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         "objective": objective.name,
         **(act_stats.final_metrics() if act_stats else {}),  # instruments.py
         **module.extra_val_metrics(),  # data.extra_val: val_<name>_loss, _ppl, _bpb
+        **(extra_metrics or {}),
     })
     if trainer.is_global_zero:
         log_hparams(trainer.loggers, cfg, metrics, module.last_val)
@@ -113,7 +119,10 @@ def _hydra_task(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     with _failures.recorded(run_dir, sweep=hydra_cfg.mode == RunMode.MULTIRUN):  # metrics.json says why
-        run(cfg, run_dir)
+        if cfg.ladder.budgets:  # a loss-vs-budget ladder: one trunk, a cooldown branch per budget (ladder.py)
+            run_ladder(cfg, run_dir, run)
+        else:
+            run(cfg, run_dir)
 
 
 def main() -> None:

@@ -110,3 +110,36 @@ def make_run(root: Path, ffn: str, seed: int, loss: float | None, *, status: str
             for i, v in enumerate(curve):
                 w.add_scalar("val/loss", v, global_step=25 * (i + 1) - 1)
     return path
+
+# ---------------------------------------------------------------------------- comparing two runs
+
+TIMING = {"wall_s", "train_tokens_per_s", "resumed_from"}  # metrics.json fields that differ between identical runs
+
+
+def only_run(root: Path) -> Path:
+    """The one run folder ``run_train`` made under ``root``."""
+    (run_dir,) = [p for p in root.glob("runs/*") if p.is_dir()]
+    return run_dir
+
+
+def results(run_dir: Path, ignore: set[str] = TIMING) -> dict:
+    """A run's metrics.json without the fields that may differ between identical runs."""
+    m = json.loads((run_dir / "metrics.json").read_text())
+    return {k: v for k, v in m.items() if k not in ignore}
+
+
+def assert_same_state(a: Path, b: Path) -> None:
+    """Weights, optimizer moments and step of two checkpoints, bitwise."""
+    import torch
+
+    ca, cb = (torch.load(p, map_location="cpu", weights_only=True) for p in (a, b))
+    assert ca["global_step"] == cb["global_step"]
+    assert ca["state_dict"].keys() == cb["state_dict"].keys()
+    for k, v in ca["state_dict"].items():
+        assert torch.equal(v, cb["state_dict"][k]), f"{k} differs"
+    states_a, states_b = ca["optimizer_states"][0]["state"], cb["optimizer_states"][0]["state"]
+    assert states_a.keys() == states_b.keys()
+    for ka, sa in states_a.items():
+        sb = states_b[ka]
+        for name in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(sa[name], sb[name]), f"optimizer state {ka}.{name} differs"

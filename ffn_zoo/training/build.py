@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from ffn_zoo.errors import ConfigError, require_positive
 from ffn_zoo.nn.ffn import FFNSpec, check_variant_spec, gated_hidden_width
 from ffn_zoo.nn.model import ModelConfig, TransformerLM
+from ffn_zoo.training.optim import lr_schedule
 from ffn_zoo.training.runs import register_resolvers
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -43,6 +44,7 @@ def validate_config(cfg: DictConfig) -> None:
             f"data.seq_len={cfg.data.seq_len} is longer than the position table (model.seq_len={cfg.model.seq_len}); "
             f"set model.seq_len >= {cfg.data.seq_len}"
         )
+    lr_schedule(cfg.optim, cfg.trainer.max_steps)  # the schedule's keys fail here, before anything is built
 
 
 def ffn_hidden(ffn: Any, d_ff: int) -> int:

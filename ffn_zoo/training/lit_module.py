@@ -13,7 +13,7 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.training.objectives import IGNORE_INDEX, Objective
-from ffn_zoo.training.optim import build_optimizer, lr_multiplier, warmup_steps_of
+from ffn_zoo.training.optim import build_optimizer, lr_schedule
 
 
 class LitLM(L.LightningModule):
@@ -106,14 +106,7 @@ class LitLM(L.LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         opt = build_optimizer(self.model, self.optim_cfg)
-        warmup = warmup_steps_of(self.optim_cfg, self.max_steps)
-        schedule = LambdaLR(
-            opt,
-            lambda step: lr_multiplier(
-                step, schedule=self.optim_cfg["schedule"], warmup_steps=warmup, total_steps=self.max_steps,
-                min_lr_ratio=self.optim_cfg["min_lr_ratio"],
-            ),
-        )
+        schedule = LambdaLR(opt, lr_schedule(self.optim_cfg, self.max_steps))
         return {"optimizer": opt, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     def configure_gradient_clipping(self, optimizer: Any, gradient_clip_val: Any = None,

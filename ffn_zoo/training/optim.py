@@ -121,13 +121,23 @@ def build_optimizer(model: nn.Module, cfg: Mapping[str, Any]) -> torch.optim.Opt
     return OPTIMIZERS[cfg["name"]](model, cfg)
 
 
-SCHEDULES = ("cosine", "linear", "constant", "inverse_sqrt")
+SCHEDULES = ("cosine", "linear", "constant", "inverse_sqrt", "wsd")
+# WSD cooldown shapes (Hägele et al. 2024, "Scaling Laws and Compute-Optimal Training Beyond Fixed Training
+# Durations"): decay progress p in (0, 1] -> the share of (peak − min) lr still left
+DECAY_SHAPES: dict[str, Callable[[float], float]] = {
+    "linear": lambda p: 1.0 - p,
+    "1-sqrt": lambda p: 1.0 - math.sqrt(p),
+}
 
 
-def lr_multiplier(step: int, *, schedule: str, warmup_steps: int, total_steps: int, min_lr_ratio: float) -> float:
+def lr_multiplier(step: int, *, schedule: str, warmup_steps: int, total_steps: int, min_lr_ratio: float,
+                  decay_steps: int | None = None, decay_shape: str | None = None) -> float:
     """Factor on the peak lr at ``step``: linear warm-up over ``warmup_steps``, then the named decay.
 
     ``inverse_sqrt`` is T5's schedule: constant through warm-up, then 1/√(step/warmup).
+    ``wsd`` (warmup-stable-decay) holds the peak until its last ``decay_steps`` steps, which decay with
+    ``decay_shape`` to ``min_lr_ratio`` at the final step. Before its decay it *is* ``constant``, float for
+    float, which is what lets a ladder branch every budget's cooldown from one constant-lr trunk.
     """
     if schedule not in SCHEDULES:
         raise UnknownNameError("lr schedule", schedule, SCHEDULES)
@@ -137,6 +147,12 @@ def lr_multiplier(step: int, *, schedule: str, warmup_steps: int, total_steps: i
         return (step + 1) / warmup_steps
     if schedule == "constant":
         return 1.0
+    if schedule == "wsd":
+        decay_start = total_steps - decay_steps
+        if step < decay_start:
+            return 1.0
+        progress = min(1.0, (step - decay_start + 1) / decay_steps)  # the last step reaches min_lr_ratio
+        return min_lr_ratio + (1 - min_lr_ratio) * DECAY_SHAPES[decay_shape](progress)
     progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
     shape = 0.5 * (1 + math.cos(math.pi * progress)) if schedule == "cosine" else 1.0 - progress
     return min_lr_ratio + (1 - min_lr_ratio) * shape
@@ -150,6 +166,35 @@ def warmup_steps_of(cfg: Mapping[str, Any], total_steps: int) -> int:
     return int(round(w * total_steps)) if w < 1 else int(w)
 
 
+def decay_steps_of(cfg: Mapping[str, Any], total_steps: int) -> int:
+    """WSD's cooldown: the last round(``optim.decay_fraction`` × steps) steps of the run."""
+    f = cfg["decay_fraction"]
+    if not 0 < f <= 1:
+        raise ConfigError(f"optim.decay_fraction={f} must be in (0, 1]: the share of the run's steps spent decaying")
+    if cfg["decay_shape"] not in DECAY_SHAPES:
+        raise UnknownNameError("optim.decay_shape", cfg["decay_shape"], DECAY_SHAPES)
+    return int(round(f * total_steps))
+
+
+def lr_schedule(cfg: Mapping[str, Any], total_steps: int) -> Callable[[int], float]:
+    """step -> lr factor for a run of ``total_steps`` (what LambdaLR calls); the settings are checked here."""
+    warmup = warmup_steps_of(cfg, total_steps)
+    decay, shape = None, None
+    if cfg["schedule"] == "wsd":  # the decay_* keys are read only by the schedule that uses them
+        decay, shape = decay_steps_of(cfg, total_steps), cfg["decay_shape"]
+        if not (decay >= 1 and warmup <= total_steps - decay):
+            raise ConfigError(
+                f"optim.schedule=wsd: warm-up {warmup} + cooldown {decay} steps (optim.warmup, optim.decay_fraction="
+                f"{cfg['decay_fraction']}) do not fit in trainer.max_steps={total_steps}; the cooldown needs >= 1 "
+                f"step and must start after the warm-up")
+
+    def factor(step: int) -> float:  # a plain function: LambdaLR keeps no state of it in checkpoints
+        return lr_multiplier(step, schedule=cfg["schedule"], warmup_steps=warmup, total_steps=total_steps,
+                             min_lr_ratio=cfg["min_lr_ratio"], decay_steps=decay, decay_shape=shape)
+
+    return factor
+
+
 def describe_optim(cfg: Mapping[str, Any], total_steps: int) -> str:
     """The effective optimizer settings as one start-up line (what a preset or the command line left in force)."""
     warmup = warmup_steps_of(cfg, total_steps)
@@ -158,6 +203,9 @@ def describe_optim(cfg: Mapping[str, Any], total_steps: int) -> str:
         schedule = f"inverse_sqrt: held {warmup} steps, then × √({warmup}/t)"
     elif cfg["schedule"] == "constant":
         schedule = f"constant after {warmup} warm-up steps"
+    elif cfg["schedule"] == "wsd":
+        schedule = (f"wsd: constant after {warmup} warm-up steps, the last {decay_steps_of(cfg, total_steps)} steps "
+                    f"decay ({cfg['decay_shape']}) to {cfg['min_lr_ratio']:g}·lr")
     else:
         schedule = f"{cfg['schedule']} to {cfg['min_lr_ratio']:g}·lr after {warmup} warm-up steps"
     return f"optim    {cfg['name']}, {lr}, {schedule}, grad clip {cfg['grad_clip'] or 'off'}"

@@ -72,11 +72,13 @@ def overrides_name() -> str:
     return dirname(HydraConfig.get().job.override_dirname) if HydraConfig.initialized() else "default"
 
 
-def find_last(log_dir: Path, name: str, exclude: Path | None = None) -> Path | None:
-    """The newest ``checkpoints/last.ckpt`` of a run or sweep job under ``log_dir`` whose overrides are ``name``."""
+def find_last(log_dir: Path, name: str, exclude: Path | None = None, marker: str = f"{CKPT_DIR}/last.ckpt") -> Path | None:
+    """The newest ``marker`` file (``checkpoints/last.ckpt``; a ladder's ``ladder.json``) of a run or sweep job
+    under ``log_dir`` whose overrides are ``name``."""
     found = []
-    for ckpt in [*log_dir.glob(f"runs/*/{CKPT_DIR}/last.ckpt"), *log_dir.glob(f"multiruns/*/*/{CKPT_DIR}/last.ckpt")]:
-        run = ckpt.parent.parent
+    depth = len(Path(marker).parts)
+    for ckpt in [*log_dir.glob(f"runs/*/{marker}"), *log_dir.glob(f"multiruns/*/*/{marker}")]:
+        run = ckpt.parents[depth - 1]
         m = RUN_NAME.fullmatch(run.name)
         suffix = m["overrides"] if run.parent.name == "runs" and m else run.name
         if suffix == name and (exclude is None or run.resolve() != exclude.resolve()):

@@ -13,40 +13,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import OLD_CKPT, OLD_CKPT_ARGS, REPO, run_train, tiny
+from tests.helpers import OLD_CKPT, OLD_CKPT_ARGS, REPO, assert_same_state, only_run, results, run_train, tiny
 
 pytestmark = pytest.mark.smoke
 
 # dropout > 0 so that a resume is exact only if the training RNG stream is restored too
 ARGS = tiny("trainer.max_steps=20", "trainer.val_check_interval=10", "checkpoint.every_n_steps=5", "model.dropout=0.1")
-TIMING = {"wall_s", "train_tokens_per_s", "resumed_from"}  # may differ between identical runs
-
-
-def only_run(root: Path) -> Path:
-    (run_dir,) = [p for p in root.glob("runs/*") if p.is_dir()]
-    return run_dir
-
-
-def results(run_dir: Path) -> dict:
-    m = json.loads((run_dir / "metrics.json").read_text())
-    return {k: v for k, v in m.items() if k not in TIMING}
-
-
-def assert_same_state(a: Path, b: Path) -> None:
-    """Weights, optimizer moments and step of two checkpoints, bitwise."""
-    ca, cb = (torch.load(p, map_location="cpu", weights_only=True) for p in (a, b))
-    assert ca["global_step"] == cb["global_step"]
-    assert ca["state_dict"].keys() == cb["state_dict"].keys()
-    for k, v in ca["state_dict"].items():
-        assert torch.equal(v, cb["state_dict"][k]), f"{k} differs"
-    states_a, states_b = ca["optimizer_states"][0]["state"], cb["optimizer_states"][0]["state"]
-    assert states_a.keys() == states_b.keys()
-    for ka, sa in states_a.items():
-        sb = states_b[ka]
-        for name in ("exp_avg", "exp_avg_sq"):
-            assert torch.equal(sa[name], sb[name]), f"optimizer state {ka}.{name} differs"
-
-
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("a")

@@ -11,7 +11,8 @@ OPTIMIZERS = sorted(p.stem for p in (CONFIG_DIR / "optim").glob("*.yaml"))
 
 # the AdamW the presets composed before optimizer configs carried them (commit 65a596c): their results stand
 ADAMW = {"name": "adamw", "lr": 1e-3, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1, "fused": True,
-         "warmup": 0.1, "schedule": "cosine", "min_lr_ratio": 0.1, "grad_clip": 1.0}
+         "warmup": 0.1, "schedule": "cosine", "min_lr_ratio": 0.1, "grad_clip": 1.0,
+         "decay_fraction": 0.2, "decay_shape": "linear"}  # the wsd schedule's keys, added since; cosine never reads them
 BEFORE = {
     "glu_variants_cpu": {**ADAMW, "warmup": 0.2},
     "glu_variants_toy": {**ADAMW, "warmup": 0.2},

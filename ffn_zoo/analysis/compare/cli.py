@@ -29,6 +29,15 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
     """Load, group, summarize and write everything; returns the JSON report."""
     run_dirs = find_run_dirs(paths)
     runs = [load_run(p) for p in run_dirs]
+    root = Path(paths[0]) if len(paths) == 1 and not is_run_dir(Path(paths[0])) else run_dirs[0].parent
+    out = Path(out) if out else root / "compare"
+    from ffn_zoo.analysis.ladder import compare_ladders, has_ladders  # (here: it builds on this package)
+
+    if has_ladders(runs):  # budget ladders: a table per budget, Δ against the budget and its trend
+        report = compare_ladders(runs, out, baseline)
+        if layout:
+            write_tensorboard_layout(root)
+        return report
     groups, settings, warnings = group_runs(runs)
     problems = [r for r in runs if r.status != "ok"]
     for s in range(len(settings)):
@@ -38,8 +47,6 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
     rows = summarize(groups, baseline, paper)
     extra_names = sorted({n for r in runs for n in r.metrics.get("extra_val") or []})
     extra = {n: summarize(groups, baseline, val_set=n) for n in extra_names}  # data.extra_val sets
-    root = Path(paths[0]) if len(paths) == 1 and not is_run_dir(Path(paths[0])) else run_dirs[0].parent
-    out = Path(out) if out else root / "compare"
     out.mkdir(parents=True, exist_ok=True)
 
     text = report_text(rows, settings, problems, warnings, paper, extra)

@@ -71,13 +71,18 @@ def is_run_dir(path: Path) -> bool:
     return (path / "metrics.json").is_file() or (path / ".hydra" / "config.yaml").is_file()
 
 
+def is_ladder_root(path: Path) -> bool:
+    """A budget ladder's folder (ffn_zoo/training/ladder.py): its runs are the trunk and branches inside it."""
+    return (path / "ladder.json").is_file()
+
+
 def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
     """Each path is a run folder or a folder holding run folders at any depth (a sweep, logs/)."""
     found: list[Path] = []
     for p in map(Path, paths):
         if not p.exists():
             raise DataError(f"{p}: no such run or sweep folder")
-        if is_run_dir(p):
+        if is_run_dir(p) and not is_ladder_root(p):
             found.append(p)
             continue
         found += sorted({c.parent.parent for c in p.rglob(".hydra/config.yaml")} |

@@ -1,0 +1,306 @@
+"""Compare budget ladders (``ffn_zoo/training/ladder.py``): per budget the variant table with compare's Welch and
+paired intervals, Δ against the baseline as a function of the budget, and a trend of Δ against log10(tokens)
+with where it crosses 0.
+
+The trend is fitted per seed. A seed's rungs share one trunk, so its Δs at different budgets are correlated and
+are not independent points of one regression; each seed's paired Δ(B) = loss(variant) − loss(baseline) is fitted
+by least squares on x = log10(tokens), and the seeds, independent of each other, give the mean line with a t
+interval (df = seeds − 1). The crossing's interval is Fieller's: the budgets where the line's 95% band holds 0.
+A trend fitted over a range of budgets is no promise outside it; the output says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ffn_zoo.analysis.compare.plots import _save
+from ffn_zoo.analysis.compare.runs import Run, experiment_key, group_runs
+from ffn_zoo.analysis.compare.stats import summarize
+from ffn_zoo.analysis.compare.tables import markdown_table, write_csv
+
+CAVEAT = "A trend fitted over {lo}–{hi} tokens is no promise outside that range."
+
+
+def has_ladders(runs: Sequence[Run]) -> bool:
+    return any(r.metrics.get("ladder_role") == "branch" for r in runs)
+
+
+def tokens_label(t: float) -> str:
+    t = float(f"{t:.3g}")  # 999,999.99 is 1M, not 1e+03k
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if t >= size:
+            return f"{t / size:.3g}{unit}"
+    return f"{t:.3g}"
+
+
+# ---------------------------------------------------------------------------------------------- the trend
+
+
+def fit_trend(per_seed: dict[Any, dict[int, float]], level: float = 0.95) -> dict[str, Any] | None:
+    """Δ = a + b·log10(tokens), fitted per seed; the mean line, its slope interval and the zero crossing.
+
+    ``per_seed``: {seed: {tokens: paired Δ}}. Seeds must cover the same ≥ 2 budgets (the caller ensures it).
+    """
+    from scipy import stats
+
+    seeds = sorted(per_seed, key=str)
+    budgets = sorted(per_seed[seeds[0]]) if seeds else []
+    if len(budgets) < 2:
+        return None
+    x = np.log10(np.array(budgets, dtype=float))
+    coef = np.array([np.polyfit(x, [per_seed[s][b] for b in budgets], 1)[::-1] for s in seeds])  # (seeds, [a, b])
+    a, b = coef.mean(0)
+    n = len(seeds)
+    out: dict[str, Any] = {
+        "seeds": n, "budgets": len(budgets), "tokens_lo": budgets[0], "tokens_hi": budgets[-1],
+        "intercept": float(a), "slope_per_decade": float(b), "slope_lo": None, "slope_hi": None,
+        "crossing_tokens": float(10 ** (-a / b)) if b != 0 else None, "crossing_lo": None, "crossing_hi": None,
+        "cov": None, "t": None,
+    }
+    if n >= 2:
+        cov = np.cov(coef.T, ddof=1) / n  # covariance of the mean (a, b)
+        t = float(stats.t.ppf(0.5 + level / 2, n - 1))
+        half = t * math.sqrt(cov[1, 1])
+        out.update(slope_lo=float(b - half), slope_hi=float(b + half), cov=cov.tolist(), t=t)
+        lo, hi = fieller(a, b, cov, t)
+        out.update(crossing_lo=None if lo is None else float(10**lo), crossing_hi=None if hi is None else float(10**hi))
+    out["verdict"] = verdict(out, x[0], x[-1])
+    return out
+
+
+def band(trend: dict[str, Any], x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The mean line at ``x`` (log10 tokens) and its pointwise interval; None without one."""
+    line = trend["intercept"] + trend["slope_per_decade"] * x
+    if trend["cov"] is None:
+        return None
+    (vaa, vab), (_, vbb) = trend["cov"]
+    half = trend["t"] * np.sqrt(np.maximum(vaa + 2 * x * vab + x * x * vbb, 0))
+    return line, line - half, line + half
+
+
+def fieller(a: float, b: float, cov: np.ndarray, t: float) -> tuple[float | None, float | None]:
+    """The x where |a + b·x| <= t·se(a + b·x): a bounded interval when the slope is resolved from 0, else
+    (None, None) (the set is unbounded: the crossing is not located)."""
+    qa = b * b - t * t * cov[1][1]  # (a + bx)² − t²·var(a + bx) <= 0, a quadratic in x
+    qb = 2 * (a * b - t * t * cov[0][1])
+    qc = a * a - t * t * cov[0][0]
+    disc = qb * qb - 4 * qa * qc
+    if qa <= 0 or disc < 0:
+        return None, None
+    r = math.sqrt(disc)
+    return (-qb - r) / (2 * qa), (-qb + r) / (2 * qa)
+
+
+def verdict(trend: dict[str, Any], x_lo: float, x_hi: float) -> str:
+    """One sentence: where the trend crosses 0, or that it does not within the fitted range."""
+    span = f"{tokens_label(10 ** x_lo)}–{tokens_label(10 ** x_hi)} tokens"
+    cross = trend["crossing_tokens"]
+    inside = cross is not None and 10**x_lo <= cross <= 10**x_hi
+    if trend["cov"] is None:
+        note = f" ({trend['seeds']} seed: no interval)"
+        return (f"crosses 0 at {tokens_label(cross)} tokens{note}" if inside
+                else f"no crossing within the fitted range ({span}){note}")
+    if inside:
+        lo, hi = trend["crossing_lo"], trend["crossing_hi"]
+        where = (f"95% interval [{tokens_label(lo)}, {tokens_label(hi)}]" if lo is not None else
+                 "95% interval unbounded (the slope's interval covers 0)")
+        return f"crosses 0 at {tokens_label(cross)} tokens, {where}"
+    # the band's lower edge (line − t·se, se the root of a convex quadratic) is concave in x and its upper edge
+    # convex, so over [x_lo, x_hi] each is beyond 0 throughout exactly when it is at both ends
+    _, lo, hi = band(trend, np.array([x_lo, x_hi]))
+    if (lo > 0).all():
+        sign = ": Δ > 0 throughout at 95% (the variant is worse)"
+    elif (hi < 0).all():
+        sign = ": Δ < 0 throughout at 95% (the variant is better)"
+    else:
+        sign = ": the band covers 0 there, so the sign is not resolved"
+    beyond = f"; the line would cross at {tokens_label(cross)} tokens, outside it" if cross is not None else ""
+    return f"no crossing within the fitted range ({span}){sign}{beyond}"
+
+
+# ---------------------------------------------------------------------------------------------- tables
+
+
+def _setting_key(run: Run) -> tuple:
+    """What a ladder setting is: the config minus the seed, the FFN and the budget (trainer.max_steps)."""
+    return tuple((k, v) for k, v in experiment_key(run.config) if not k.startswith("ffn.") and k != "trainer.max_steps")
+
+
+def ladder_rows(branches: Sequence[Run], baseline: str) -> tuple[list[dict], list[dict], list[dict], list[str]]:
+    """(per-budget variant rows, Δ-vs-budget rows, trend rows, warnings) over every ladder setting."""
+    settings: list[tuple] = []
+    for r in branches:
+        if _setting_key(r) not in settings:
+            settings.append(_setting_key(r))
+    table, deltas, trends, warnings = [], [], [], []
+    if len(settings) > 1:
+        warnings.append(f"{len(settings)} different ladder settings; each is compared separately, never averaged")
+    for si, key in enumerate(settings):
+        runs = [r for r in branches if _setting_key(r) == key]
+        budgets = sorted({int(r.metrics["ladder_budget_tokens"]) for r in runs})
+        by_variant: dict[str, dict[int, dict[Any, float]]] = {}  # variant -> budget -> seed -> val_loss
+        for tokens in budgets:
+            groups, _, warns = group_runs([r for r in runs if r.metrics["ladder_budget_tokens"] == tokens])
+            warnings += [f"budget {tokens_label(tokens)}: {w}" for w in warns]
+            for row in summarize(groups, baseline):
+                table.append({"ladder_setting": si + 1, "budget_tokens": tokens, **row})
+            for g in groups:
+                by_variant.setdefault(g.label, {})[tokens] = {r.seed: r.metrics["val_loss"] for r in g.runs}
+            for row in table:
+                if row["ladder_setting"] == si + 1 and row["budget_tokens"] == tokens and row["delta"] is not None \
+                        and row["variant"] != baseline:
+                    deltas.append({
+                        "ladder_setting": si + 1, "variant": row["variant"], "baseline": baseline,
+                        "budget_tokens": tokens, "steps": row["steps"], "n": row["n"],
+                        "delta": row["delta"], "delta_lo": row["delta_lo"], "delta_hi": row["delta_hi"],
+                        "paired_lo": row["paired_lo"], "paired_hi": row["paired_hi"]})
+        base = by_variant.get(baseline)
+        if base is None:
+            warnings.append(f"ladder setting {si + 1}: no finished {baseline!r} branches, so no Δ (choose --baseline)")
+            continue
+        for variant, losses in by_variant.items():
+            if variant == baseline:
+                continue
+            common = [t for t in budgets if t in losses and t in base]
+            seeds = set.intersection(*(set(losses[t]) & set(base[t]) for t in common)) if common else set()
+            per_seed = {s: {t: losses[t][s] - base[t][s] for t in common} for s in seeds}
+            trend = fit_trend(per_seed) if seeds else None
+            if trend is None:
+                warnings.append(f"{variant}: no trend (needs >= 2 budgets with a seed that both it and {baseline} have)")
+                continue
+            trends.append({"ladder_setting": si + 1, "variant": variant, "baseline": baseline,
+                           "seeds_used": sorted(seeds, key=str), **trend})
+    return table, deltas, trends, warnings
+
+
+def _interval(lo: float | None, hi: float | None) -> str:
+    return "—" if lo is None else f"[{lo:+.3f}, {hi:+.3f}]" + ("" if lo <= 0 <= hi else " *")
+
+
+def delta_markdown(deltas: Sequence[dict], trends: Sequence[dict]) -> str:
+    head = ["variant", "budget (tokens)", "steps", "seeds", "Δ val/loss", "Welch 95% CI", "paired 95% CI",
+            "trend at budget"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for d in deltas:
+        t = next((t for t in trends if t["variant"] == d["variant"] and t["ladder_setting"] == d["ladder_setting"]),
+                 None)
+        fitted = t["intercept"] + t["slope_per_decade"] * math.log10(d["budget_tokens"]) if t else None
+        lines.append("| " + " | ".join([
+            d["variant"], f"{tokens_label(d['budget_tokens'])} ({d['budget_tokens']:,})", str(d["steps"]), str(d["n"]),
+            f"{d['delta']:+.4f}", _interval(d["delta_lo"], d["delta_hi"]), _interval(d["paired_lo"], d["paired_hi"]),
+            "—" if fitted is None else f"{fitted:+.4f}"]) + " |")
+    return "\n".join(lines)
+
+
+def trend_lines(trends: Sequence[dict]) -> list[str]:
+    out = []
+    for t in trends:
+        slope = f"slope {t['slope_per_decade']:+.4f} nats per 10× tokens"
+        if t["slope_lo"] is not None:
+            slope += f" [95% {t['slope_lo']:+.4f}, {t['slope_hi']:+.4f}]"
+        out.append(f"- {t['variant']} − {t['baseline']}: Δ ≈ {t['intercept']:+.4f} {t['slope_per_decade']:+.4f}·"
+                   f"log10(tokens), {slope}; {t['budgets']} budgets, each of {t['seeds']} seed(s) fitted on its own; "
+                   f"{t['verdict']}. " + CAVEAT.format(lo=tokens_label(t["tokens_lo"]), hi=tokens_label(t["tokens_hi"])))
+    return out
+
+
+def report_text(table: Sequence[dict], deltas: Sequence[dict], trends: Sequence[dict], warnings: Sequence[str],
+                problems: Sequence[Run]) -> str:
+    parts = []
+    for si in sorted({r["ladder_setting"] for r in table}):
+        for tokens in sorted({r["budget_tokens"] for r in table if r["ladder_setting"] == si}):
+            rows = [r for r in table if r["ladder_setting"] == si and r["budget_tokens"] == tokens]
+            setting = f"ladder setting {si}, " if len({r['ladder_setting'] for r in table}) > 1 else ""
+            parts.append(f"## {setting}budget {tokens_label(tokens)} tokens ({tokens:,}; {rows[0]['steps']} steps)\n\n"
+                         + markdown_table(rows))
+    if deltas:
+        parts.append("## Δ against the baseline by budget\n\n" + delta_markdown(deltas, trends))
+    if trends:
+        parts.append("## Trend of Δ against log10(budget)\n\n" + "\n".join(trend_lines(trends)))
+    parts.append("Each budget is a WSD cooldown branched from a constant-lr trunk, equal to a plain WSD run of that "
+                 "length (ffn_zoo/training/ladder.py). Δ = mean val/loss − baseline's (nats/token); Welch = t interval "
+                 "over seeds; paired = t interval of the per-seed differences; * = excludes 0. The trend is fitted to "
+                 "each seed's paired Δ (a seed's budgets share a trunk, so they are not independent points) and "
+                 "averaged over seeds; its crossing interval is where the 95% band of the line holds 0 (Fieller).")
+    if warnings:
+        parts.append("\n".join(f"warning: {w}" for w in warnings))
+    if problems:
+        parts.append("Runs not in the tables:\n" + "\n".join(f"- {r.status}: {r.path}: {r.error}" for r in problems))
+    return "\n\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- the plot
+
+
+def plot_ladder(deltas: Sequence[dict], trends: Sequence[dict], path: Path) -> bool:
+    """Δ against the budget on a log axis: points with their 95% interval (paired, else Welch), the fitted trend
+    dashed with its band over the fitted range only."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = list(dict.fromkeys((d["ladder_setting"], d["variant"]) for d in deltas))
+    if not keys:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for i, (si, variant) in enumerate(keys):
+        ds = [d for d in deltas if (d["ladder_setting"], d["variant"]) == (si, variant)]
+        x = np.array([d["budget_tokens"] for d in ds], dtype=float)
+        y = np.array([d["delta"] for d in ds])
+        lo = np.array([d["paired_lo"] if d["paired_lo"] is not None else d["delta_lo"] for d in ds], dtype=float)
+        hi = np.array([d["paired_hi"] if d["paired_hi"] is not None else d["delta_hi"] for d in ds], dtype=float)
+        label = variant if len({k[0] for k in keys}) == 1 else f"{variant} (setting {si})"
+        (line,) = ax.plot(x, y, "o-", color=f"C{i % 10}", label=f"{label} − {ds[0]['baseline']}")
+        if np.isfinite(lo).all():
+            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15)
+        t = next((t for t in trends if (t["ladder_setting"], t["variant"]) == (si, variant)), None)
+        if t is not None:
+            xs = np.linspace(math.log10(t["tokens_lo"]), math.log10(t["tokens_hi"]), 50)
+            ax.plot(10**xs, t["intercept"] + t["slope_per_decade"] * xs, "--", color=line.get_color(),
+                    label=f"trend {t['slope_per_decade']:+.3f}/decade")
+            b = band(t, xs)
+            if b is not None:
+                ax.fill_between(10**xs, b[1], b[2], color=line.get_color(), alpha=0.08, hatch="//")
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("budget (training tokens, log scale)")
+    ax.set_ylabel(f"Δ validation loss vs {deltas[0]['baseline']} (nats/token; < 0 = better)")
+    ax.set_title("Δ by budget (band: 95% paired interval); dashed: trend fitted per seed, with its 95% band.\n"
+                 "The trend holds over the fitted budgets only.", fontsize=9)
+    _save(fig, ax, path)
+    return True
+
+
+# ---------------------------------------------------------------------------------------------- driver
+
+
+def compare_ladders(runs: Sequence[Run], out: Path, baseline: str) -> dict[str, Any]:
+    """Write ladder.md, ladder_budgets.csv, ladder_delta.csv, ladder_trend.csv, ladder.json and ladder_delta.png."""
+    branches = [r for r in runs if r.status == "ok" and r.metrics.get("ladder_role") == "branch"]
+    problems = [r for r in runs if r.status != "ok"]
+    others = [r for r in runs if r.status == "ok" and r.metrics.get("ladder_role") is None]
+    table, deltas, trends, warnings = ladder_rows(branches, baseline)
+    if others:
+        warnings.append(f"{len(others)} run(s) outside any ladder left out (compare them on their own): "
+                        + ", ".join(str(r.path) for r in others))
+    out.mkdir(parents=True, exist_ok=True)
+    text = report_text(table, deltas, trends, warnings, problems)
+    (out / "ladder.md").write_text(text)
+    write_csv(table, out / "ladder_budgets.csv")
+    write_csv(deltas, out / "ladder_delta.csv")
+    write_csv([{k: v for k, v in t.items() if k not in ("cov", "t")} for t in trends], out / "ladder_trend.csv")
+    report = {"budget_rows": table, "delta_rows": deltas, "trends": trends, "warnings": warnings,
+              "problems": [{"path": str(r.path), "status": r.status, "error": r.error} for r in problems],
+              "caveat": CAVEAT.format(lo="the smallest", hi="the largest budget")}
+    (out / "ladder.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    pngs = [out / "ladder_delta.png"] if plot_ladder(deltas, trends, out / "ladder_delta.png") else []
+    print(text, end="")
+    print(f"wrote {out}/ladder.md, ladder_budgets.csv, ladder_delta.csv, ladder_trend.csv, ladder.json"
+          + "".join(f", {p.name}" for p in pngs))
+    return report

@@ -1,0 +1,358 @@
+"""Loss-vs-budget ladders: one constant-lr trunk per run and a WSD cooldown branch per token budget.
+
+Hägele et al. 2024 ("Scaling Laws and Compute-Optimal Training Beyond Fixed Training Durations"): a
+warmup-stable-decay (WSD) run matches a cosine run of its length, and its stable phase does not depend on the
+length. So one trunk at constant lr serves every budget B: from the trunk's state at the start of B's cooldown, a
+branch decays the lr over B's last round(optim.decay_fraction × steps) steps and ends exactly where
+``optim.schedule=wsd trainer.max_steps=<B's steps>`` ends (tests/smoke/test_ladder.py checks it bitwise). Cost:
+the largest budget plus the other budgets' cooldowns, instead of the sum of the budgets.
+
+Why a branch equals the plain run:
+- the lr: before its cooldown a WSD schedule *is* the constant one (``ffn_zoo.optim.lr_multiplier``). The warm-up
+  must not depend on the budget, so ``optim.warmup`` counts steps, or is a fraction of the *smallest* budget (that
+  rung is then the default plain run). After the restore a branch sets the lr from its own schedule
+  (:class:`BranchSchedule`): the checkpoint holds the trunk's constant lr.
+- the data: batch k is a function of (seed, k) alone (``StepSampler``, the stream), not of trainer.max_steps;
+- the training RNG stream (dropout), optimizer moments and loop counters come from the checkpoint
+  (``ffn_zoo/checkpoint.py``); validation runs every trainer.val_check_interval steps and at the end, as in any
+  run, and draws nothing from the training stream.
+
+Layout of ``<run>/`` (the Hydra job folder):
+    ladder.json        the plan (budgets -> steps, warm-up, cooldowns); marks the folder as a ladder
+    trunk/             a run folder (constant lr to the last branch point); checkpoints/branch-step=<k>.ckpt
+    budget=<B>/        a run folder per budget: metrics.json (+ ladder_budget_tokens, ladder_parent), TensorBoard
+                       events from its branch step on, .hydra/ with the config of the equivalent plain WSD run
+    metrics.json       the ladder's summary (ladder_role: ladder)
+A ladder stopped anywhere continues in its own folder when its command runs again with ``ckpt_path=last`` (or
+the resume command it printed): finished pieces are kept, a started piece resumes from its own last.ckpt.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import lightning as L
+from omegaconf import DictConfig, OmegaConf
+
+from ffn_zoo.errors import ConfigError
+from ffn_zoo.training.checkpoint import (MUST_MATCH, CheckpointError, Checkpointing, _first_difference,
+                                         load_checkpoint)
+from ffn_zoo.training.optim import decay_steps_of, warmup_steps_of
+from ffn_zoo.training.runs import CKPT_DIR, find_last, overrides_name
+
+MANIFEST = "ladder.json"
+TRUNK = "trunk"
+# k, M, G: 10^3, 10^6, 10^9 tokens; Ki, Mi, Gi: 2^10, 2^20, 2^30 (0.25Mi = 64 steps of 32 × 128 tokens)
+UNITS = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+_BUDGET = re.compile(r"(?P<num>\d+(?:\.\d*)?|\.\d+)(?P<unit>Ki|Mi|Gi|k|K|M|G)?")
+
+
+def parse_tokens(value: Any, where: str) -> int:
+    """``250k``, ``0.5M``, ``1Mi`` (2^20), ``1000000`` -> the exact token count."""
+    number: Fraction | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = Fraction(value)
+    elif isinstance(value, float):
+        number = Fraction(repr(value))  # 1e6 as written, not its binary approximation
+    elif isinstance(value, str) and (m := _BUDGET.fullmatch(value.strip())):
+        number = Fraction(m["num"]) * UNITS[m["unit"] or ""]
+    if number is None:
+        raise ConfigError(f"{where}={value!r} is not a token count; valid: an integer or a number with k, M, G "
+                          f"(10^3, 10^6, 10^9) or Ki, Mi, Gi (2^10, 2^20, 2^30), e.g. 250k, 0.5M, 1Mi")
+    if number.denominator != 1 or number <= 0:
+        raise ConfigError(f"{where}={value!r} must be a positive whole number of tokens")
+    return int(number)
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One budget: the plain WSD run it stands for and where its cooldown branches off the trunk."""
+
+    label: str  # as written (its folder is budget=<label>)
+    tokens: int
+    steps: int  # trainer.max_steps of the equivalent plain run
+    cooldown: int  # its decay steps
+
+    @property
+    def branch_step(self) -> int:
+        return self.steps - self.cooldown
+
+    @property
+    def folder(self) -> str:
+        return f"budget={self.label}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    rungs: tuple[Rung, ...]
+    warmup: int  # steps, the same for every rung
+    tokens_per_step: int
+
+    @property
+    def trunk_steps(self) -> int:
+        return max(r.branch_step for r in self.rungs)
+
+    @property
+    def steps_trained(self) -> int:
+        return self.trunk_steps + sum(r.cooldown for r in self.rungs)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rungs": [asdict(r) | {"branch_step": r.branch_step} for r in self.rungs], "warmup": self.warmup,
+                "tokens_per_step": self.tokens_per_step}
+
+
+def plan_ladder(budgets: Any, optim: Mapping[str, Any], tokens_per_step: int, max_steps: int) -> Plan:
+    """``ladder.budgets`` -> rungs in steps; every bad budget is one line naming it."""
+    if optim["schedule"] != "wsd":
+        raise ConfigError(f"ladder.budgets needs optim.schedule=wsd (got {optim['schedule']}): only a warm-up then "
+                          f"constant lr is shared by every budget, so only WSD cooldowns branch from one trunk")
+    if isinstance(budgets, (str, int, float)) or not budgets:
+        raise ConfigError(f"ladder.budgets={budgets!r} must be a list of token budgets, e.g. [0.25Mi,0.5Mi,1Mi]")
+    rungs: list[Rung] = []
+    for i, value in enumerate(budgets):
+        where = f"ladder.budgets[{i}]"
+        tokens = parse_tokens(value, where)
+        label = value.strip() if isinstance(value, str) else str(tokens)
+        steps, rest = divmod(tokens, tokens_per_step)
+        if rest:
+            near = " or ".join(f"{s * tokens_per_step:,}" for s in (steps, steps + 1) if s > 0)
+            raise ConfigError(f"{where}={label} is {tokens / tokens_per_step:.2f} steps of {tokens_per_step:,} tokens "
+                              f"(data.batch_size × data.seq_len); give whole steps, e.g. {near} tokens")
+        if rungs and tokens <= rungs[-1].tokens:
+            raise ConfigError(f"ladder.budgets must increase: {where}={label} ({tokens:,} tokens) comes after "
+                              f"{rungs[-1].label} ({rungs[-1].tokens:,} tokens)")
+        if steps > max_steps:
+            raise ConfigError(f"{where}={label} is {steps} steps, longer than the run (trainer.max_steps={max_steps}); "
+                              f"raise trainer.max_steps to {steps} or drop the budget")
+        cooldown = decay_steps_of(optim, steps)
+        if cooldown < 1:
+            shortest = next(s for s in range(1, 10**9) if decay_steps_of(optim, s) >= 1)
+            raise ConfigError(f"{where}={label} is {steps} step(s), shorter than its cooldown of "
+                              f"optim.decay_fraction={optim['decay_fraction']} × {steps} < 1 step; give at least "
+                              f"{shortest * tokens_per_step:,} tokens ({shortest} steps) or raise optim.decay_fraction")
+        rungs.append(Rung(label, tokens, steps, cooldown))
+    warmup = warmup_steps_of(optim, rungs[0].steps)  # a fraction means: of the smallest budget, for every rung
+    for i, r in enumerate(rungs):
+        if r.branch_step < max(warmup, 1):
+            raise ConfigError(f"ladder.budgets[{i}]={r.label} is {r.steps} steps: its {r.cooldown}-step cooldown would "
+                              f"start at step {r.branch_step}, before the {warmup}-step warm-up ends or at step 0; "
+                              f"give a larger budget or a shorter optim.warmup / optim.decay_fraction")
+    return Plan(tuple(rungs), warmup, tokens_per_step)
+
+
+def plan_of(cfg: DictConfig) -> Plan:
+    return plan_ladder(cfg.ladder.budgets, cfg.optim, cfg.data.batch_size * cfg.data.seq_len, cfg.trainer.max_steps)
+
+
+# ---------------------------------------------------------------------------------------------- callbacks
+
+
+class BranchPoints(L.Callback):
+    """Keeps the trunk's whole training state at the start of each rung's cooldown (``branch-step=<k>.ckpt``).
+
+    Runs after TrainRNG (it is appended after the built-in callbacks), so the saved RNG stream is the one the
+    next step draws from; written atomically by :class:`Checkpointing`, like ``last.ckpt``.
+    """
+
+    def __init__(self, paths: Mapping[int, Path]) -> None:
+        self.paths = dict(paths)
+
+    def on_train_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
+        path = self.paths.get(trainer.global_step)
+        if path is not None and not path.is_file():
+            checkpoints = next(cb for cb in trainer.callbacks if isinstance(cb, Checkpointing))
+            checkpoints.save(trainer, path.name)
+
+
+class BranchSchedule(L.Callback):
+    """After the restore, the lr at the restored step from this run's own schedule.
+
+    The checkpoint holds the trunk's lr for the next step (the constant peak); the branch's cooldown may already
+    have begun there. LambdaLR would only apply its own factor after the first step.
+    """
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        for config in trainer.lr_scheduler_configs:
+            s = config.scheduler
+            for group, base, factor in zip(s.optimizer.param_groups, s.base_lrs, s.lr_lambdas):
+                group["lr"] = base * factor(s.last_epoch)  # LambdaLR.get_lr's own expression
+            s._last_lr = [group["lr"] for group in s.optimizer.param_groups]
+
+
+# ---------------------------------------------------------------------------------------------- orchestration
+
+
+def _with(cfg: DictConfig, changes: Mapping[str, Any]) -> DictConfig:
+    out = copy.deepcopy(cfg)
+    for key, value in changes.items():
+        OmegaConf.update(out, key, value)
+    return out
+
+
+def piece_changes(plan: Plan, rung: Rung | None, ckpt: Path | None) -> dict[str, Any]:
+    """The overrides that make the ladder's config the trunk's (``rung`` None) or a rung's plain WSD run."""
+    return {"trainer.max_steps": rung.steps if rung else plan.trunk_steps,
+            "optim.schedule": "wsd" if rung else "constant", "optim.warmup": plan.warmup,
+            "ladder.budgets": None, "ckpt_path": str(ckpt) if ckpt else None}
+
+
+def _write_hydra(folder: Path, cfg: DictConfig, changes: Mapping[str, Any]) -> None:
+    """``.hydra/config.yaml`` and ``overrides.yaml`` of a piece, as Hydra writes them for a run."""
+    from hydra.core.hydra_config import HydraConfig
+
+    task = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    own = [a for a in task if a.split("=")[0].lstrip("+~") not in (*changes, "debug.kill_at_step")]
+    overrides = own + [f"{k}={'null' if v is None else v}" for k, v in changes.items()]
+    (folder / ".hydra").mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(cfg, folder / ".hydra" / "config.yaml")
+    OmegaConf.save(OmegaConf.create(overrides), folder / ".hydra" / "overrides.yaml")
+
+
+def _finished(folder: Path) -> bool:
+    try:
+        return json.loads((folder / "metrics.json").read_text()).get("status") == "ok"
+    except (OSError, json.JSONDecodeError):
+        return False
+
+
+def _settings(cfg: DictConfig) -> dict[str, Any]:
+    """What a continued ladder must share with the one it continues: network, data, seed and optimizer."""
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    return {k: resolved.get(k) for k in (*MUST_MATCH, "optim")}
+
+
+def ladder_root(cfg: DictConfig, run_dir: Path) -> Path:
+    """This ladder's folder: ``run_dir`` for a new one, or the ladder ``ckpt_path`` names, to continue it."""
+    value = cfg.ckpt_path
+    if value is None or value == "":
+        return run_dir
+    if str(value) == "last":
+        name = overrides_name()
+        found = find_last(Path(cfg.log_dir), name, exclude=run_dir, marker=MANIFEST)
+        if found is None:
+            raise CheckpointError(f"ckpt_path=last: no ladder under {cfg.log_dir} with the overrides '{name}' "
+                                  f"(no {MANIFEST}); drop ckpt_path to start afresh")
+        return found.parent
+    path = Path(str(value)).expanduser().resolve()
+    root = next((p for p in [path, *path.parents] if (p / MANIFEST).is_file()), None)
+    if root is None:
+        raise CheckpointError(f"ckpt_path={value}: not inside a ladder folder (no {MANIFEST} there or above); "
+                              f"valid: last, a ladder folder or a file in one")
+    return root
+
+
+def _open(root: Path, plan: Plan, cfg: DictConfig) -> None:
+    """Write the plan, or check that the ladder being continued had this one and these settings."""
+    manifest = root / MANIFEST
+    mine = {"plan": plan.as_dict(), "settings": _settings(cfg)}
+    if not manifest.is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        manifest.write_text(json.dumps(mine, indent=2, default=str) + "\n")
+        return
+    saved, mine = json.loads(manifest.read_text()), json.loads(json.dumps(mine, default=str))
+    diff = (("ladder plan", saved["plan"], mine["plan"]) if saved["plan"] != mine["plan"] else
+            _first_difference(saved["settings"], mine["settings"], ""))  # data.cache_dir and the like may differ
+    if diff:
+        raise CheckpointError(f"ckpt_path: the ladder in {root} has {diff[0]}={diff[1]} but this command has "
+                              f"{diff[0]}={diff[2]}; continue it with its own settings")
+
+
+def _trunk(cfg: DictConfig, plan: Plan, root: Path, train_one: Callable[..., dict[str, Any]]) -> None:
+    folder = root / TRUNK
+    points = {r.branch_step: folder / CKPT_DIR / f"branch-step={r.branch_step}.ckpt" for r in plan.rungs}
+    last = folder / CKPT_DIR / "last.ckpt"
+    resume = last if last.is_file() else None
+    if resume is not None:
+        step = int(load_checkpoint(resume)["global_step"])
+        point = points.get(step)
+        if point is not None and not point.is_file():  # stopped right at a branch point, before keeping it
+            shutil.copyfile(resume, point.with_name(f".{point.name}.tmp"))
+            os.replace(point.with_name(f".{point.name}.tmp"), point)
+        print(f"ladder   trunk resumes at step {step}", flush=True)
+    changes = piece_changes(plan, None, resume)
+    trunk_cfg = _with(cfg, changes)
+    _write_hydra(folder, trunk_cfg, changes)
+    train_one(trunk_cfg, folder, callbacks=[BranchPoints(points)], extra_metrics={
+        "ladder_role": "trunk", "ladder_budgets_tokens": [r.tokens for r in plan.rungs],
+        "ladder_branch_steps": [r.branch_step for r in plan.rungs]})
+
+
+def _branch(cfg: DictConfig, plan: Plan, rung: Rung, root: Path, train_one: Callable[..., dict[str, Any]]) -> None:
+    folder = root / rung.folder
+    parent = root / TRUNK / CKPT_DIR / f"branch-step={rung.branch_step}.ckpt"
+    own = folder / CKPT_DIR / "last.ckpt"
+    start = own if own.is_file() else parent  # a started branch resumes from its own checkpoint
+    if not start.is_file():
+        raise CheckpointError(f"ladder: {parent} (the trunk's state at step {rung.branch_step}) is missing; "
+                              f"delete {root / TRUNK} to train the trunk again")
+    changes = piece_changes(plan, rung, start)
+    branch_cfg = _with(cfg, changes)
+    _write_hydra(folder, branch_cfg, changes)
+    train_one(branch_cfg, folder, callbacks=[BranchSchedule()], extra_metrics={
+        "ladder_role": "branch", "ladder_budget": rung.label, "ladder_budget_tokens": rung.tokens,
+        "ladder_branch_step": rung.branch_step, "ladder_cooldown_steps": rung.cooldown, "ladder_parent": str(parent)})
+
+
+def describe_plan(plan: Plan, optim: Mapping[str, Any]) -> list[str]:
+    separate = sum(r.steps for r in plan.rungs)
+    return [
+        f"ladder   budgets {', '.join(r.label for r in plan.rungs)} tokens = {', '.join(str(r.steps) for r in plan.rungs)} "
+        f"steps; warm-up {plan.warmup} steps for every budget; cooldowns {', '.join(str(r.cooldown) for r in plan.rungs)} "
+        f"steps (optim.decay_fraction {optim['decay_fraction']}, {optim['decay_shape']})",
+        f"ladder   trunk at constant lr to step {plan.trunk_steps}, then a cooldown per budget: {plan.steps_trained} "
+        f"steps in all, against {separate} for separate runs ({plan.steps_trained / separate:.2f}×)",
+    ]
+
+
+def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+    """Train a whole ladder (``train_one`` is ``ffn_zoo.train.run``); write its summary and return it."""
+    started = time.time()
+    plan = plan_of(cfg)
+    root = ladder_root(cfg, run_dir)
+    _open(root, plan, cfg)
+    for line in describe_plan(plan, cfg.optim):
+        print(line, flush=True)
+    if root != run_dir:
+        print(f"ladder   continuing {root}", flush=True)
+
+    if not _finished(root / TRUNK):
+        _trunk(cfg, plan, root, train_one)
+    for rung in plan.rungs:
+        if _finished(root / rung.folder):
+            print(f"ladder   {rung.folder} finished before; kept", flush=True)
+            continue
+        _branch(cfg, plan, rung, root, train_one)
+
+    pieces = {f: json.loads((root / f / "metrics.json").read_text()) for f in [TRUNK, *(r.folder for r in plan.rungs)]}
+    summary = {
+        "status": "ok", "ladder_role": "ladder", "ffn": cfg.ffn.name, "seed": cfg.seed, "model": cfg.model.name,
+        "data": cfg.data.name, **plan.as_dict(), "trunk_steps": plan.trunk_steps, "steps_trained": plan.steps_trained,
+        "tokens_trained": plan.steps_trained * plan.tokens_per_step,
+        "tokens_as_separate_runs": sum(r.steps for r in plan.rungs) * plan.tokens_per_step,
+        "wall_s": time.time() - started,  # this invocation; each piece's own time is in its metrics.json
+        "pieces": [{"folder": f, "steps": m.get("steps"), "val_loss": m.get("val_loss"), "wall_s": m.get("wall_s")}
+                   for f, m in pieces.items()],
+    }
+    (root / "metrics.json").write_text(json.dumps(summary, indent=2) + "\n")
+    for r in plan.rungs:
+        m = pieces[r.folder]
+        print(f"ladder   {r.folder}: val/loss {m['val_loss']:.4f}, val/ppl {m['val_ppl']:.2f} after {r.steps} steps",
+              flush=True)
+    if root != run_dir and _only_hydra_files(run_dir):
+        shutil.rmtree(run_dir)  # this invocation's fresh folder: the ladder lives on in its own
+    print(f"ladder   done in {summary['wall_s']:.0f} s -> {root}", flush=True)
+    return summary
+
+
+def _only_hydra_files(folder: Path) -> bool:
+    return folder.is_dir() and all(p.name == ".hydra" or p.suffix == ".log" for p in folder.iterdir())
+

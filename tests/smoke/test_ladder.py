@@ -1,0 +1,119 @@
+"""Budget ladders on model=tiny, CPU, 1 thread: a branch ends bitwise where the plain WSD run of its length ends
+(weights, optimizer moments, lr schedule, validation points, metrics.json), and a ladder SIGKILLed in its trunk or in
+a branch continues, with ckpt_path=last, to the same result in its own folder."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.helpers import TIMING, assert_same_state, only_run, run_train, tiny
+from tests.helpers import results as metrics_without
+
+pytestmark = pytest.mark.smoke
+
+# 16 × 32 = 512 tokens a step: budgets of 10, 20 and 40 steps; cooldowns 2, 4, 8 (decay_fraction 0.2); the warm-up
+# fraction 0.2 is of the smallest budget, 2 steps for every rung. dropout > 0: the training RNG stream matters.
+LADDER = tiny("trainer.max_steps=40", "trainer.val_check_interval=5", "checkpoint.every_n_steps=3",
+              "model.dropout=0.1", "optim.schedule=wsd", "optim.warmup=0.2", "optim.decay_shape=1-sqrt",
+              "ladder.budgets=[5120,10240,20480]")
+BUDGETS = {"5120": 10, "10240": 20, "20480": 40}
+IGNORE = TIMING | {"ladder_parent"}  # the parent checkpoint's path differs between two ladders
+
+
+def results(run_dir: Path) -> dict:
+    return metrics_without(run_dir, IGNORE)
+
+
+def val_points(run_dir: Path) -> dict[int, float]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    ea = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    ea.Reload()
+    return {e.step: e.value for e in ea.Scalars("val/loss")}
+
+
+@pytest.fixture(scope="module")
+def ladder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ladder")
+    run_train(LADDER, root)
+    return only_run(root)
+
+
+def test_layout_and_cost(ladder: Path) -> None:
+    plan = json.loads((ladder / "ladder.json").read_text())["plan"]
+    assert [(r["steps"], r["cooldown"], r["branch_step"]) for r in plan["rungs"]] == [(10, 2, 8), (20, 4, 16), (40, 8, 32)]
+    assert plan["warmup"] == 2
+    trunk = json.loads((ladder / "trunk/metrics.json").read_text())
+    assert trunk["ladder_role"] == "trunk" and trunk["steps"] == 32  # constant lr up to the last branch point
+    summary = json.loads((ladder / "metrics.json").read_text())
+    assert summary["steps_trained"] == 32 + 2 + 4 + 8 and summary["tokens_as_separate_runs"] == (10 + 20 + 40) * 512
+    for label, steps in BUDGETS.items():
+        m = json.loads((ladder / f"budget={label}/metrics.json").read_text())
+        assert m["status"] == "ok" and m["steps"] == steps and m["ladder_budget_tokens"] == int(label)
+        assert Path(m["ladder_parent"]).is_file() and m["ladder_parent"].endswith(f"branch-step={m['ladder_branch_step']}.ckpt")
+        assert list((ladder / f"budget={label}").glob("events.out.tfevents.*"))  # a normal run folder
+        from omegaconf import OmegaConf
+
+        cfg = OmegaConf.load(ladder / f"budget={label}/.hydra/config.yaml")  # the plain run it stands for
+        assert cfg.trainer.max_steps == steps and cfg.optim.schedule == "wsd" and cfg.optim.warmup == 2
+
+
+@pytest.mark.parametrize("label", ["10240", "20480"])  # mid-trunk branch point, and the trunk's last step
+def test_branch_equals_plain_wsd_run(ladder: Path, label: str, tmp_path: Path) -> None:
+    steps = BUDGETS[label]
+    plain = [a for a in LADDER if not a.startswith("ladder.")]
+    run_train(tiny(*plain, f"trainer.max_steps={steps}", "optim.warmup=2"), tmp_path)
+    plain_dir, branch = only_run(tmp_path), ladder / f"budget={label}"
+    mine = {k: v for k, v in results(branch).items() if not k.startswith("ladder_")}
+    assert mine == results(plain_dir)  # val loss/ppl, steps, tokens seen, instruments, ...
+    assert_same_state(branch / "checkpoints/last.ckpt", plain_dir / "checkpoints/last.ckpt")
+    ca, cb = (torch.load(d / "checkpoints/last.ckpt", weights_only=True) for d in (branch, plain_dir))
+    assert ca["lr_schedulers"] == cb["lr_schedulers"]
+    assert [g["lr"] for g in ca["optimizer_states"][0]["param_groups"]] == \
+        [g["lr"] for g in cb["optimizer_states"][0]["param_groups"]]
+    # every validation the branch ran is one the plain run ran at the same step, with the same value
+    branch_points, plain_points = val_points(branch), val_points(plain_dir)
+    assert branch_points and all(plain_points[s] == v for s, v in branch_points.items())
+    start = json.loads((branch / "metrics.json").read_text())["ladder_branch_step"]
+    assert sorted(branch_points) == [s for s in sorted(plain_points) if s >= start]
+
+
+@pytest.mark.parametrize("kill_at, every", [(16, 4), (36, 3)], ids=["trunk-at-branch-point", "in-a-branch"])
+def test_killed_ladder_continues_where_it_stopped(ladder: Path, kill_at: int, every: int, tmp_path: Path) -> None:
+    args = tiny(*LADDER, f"checkpoint.every_n_steps={every}")
+    killed = run_train([*args, f"debug.kill_at_step={kill_at}"], tmp_path, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    root = only_run(tmp_path)
+    assert not (root / "metrics.json").exists()
+
+    again = run_train([*args, "ckpt_path=last"], tmp_path)
+    assert f"ladder   continuing {root}" in again.stdout
+    assert only_run(tmp_path) == root  # continued in place; this invocation's empty folder is gone
+    if kill_at > 32:  # killed in budget=20480's cooldown: the finished branches are kept, not retrained
+        assert "budget=5120 finished before; kept" in again.stdout
+        assert "at step 36" in again.stdout  # budget=20480 resumes from its own last.ckpt
+    for label in BUDGETS:
+        assert results(root / f"budget={label}") == results(ladder / f"budget={label}")
+        assert_same_state(root / f"budget={label}/checkpoints/last.ckpt", ladder / f"budget={label}/checkpoints/last.ckpt")
+
+
+def test_sweep_of_ladders_then_compare(tmp_path: Path) -> None:
+    """In a -m sweep every job is a ladder; compare then tables each budget and fits Δ against it."""
+    from ffn_zoo.analysis.compare import compare
+
+    args = tiny("trainer.max_steps=20", "trainer.val_check_interval=10", "checkpoint.every_n_steps=null",
+                "optim.schedule=wsd", "ladder.budgets=[5120,10240]")
+    run_train(["-m", "ffn=gelu,swiglu", "seed=0,1", *args], tmp_path)
+    (sweep,) = (tmp_path / "multiruns").iterdir()
+    assert sorted(p.name for p in sweep.glob("*/budget=*")) == ["budget=10240"] * 4 + ["budget=5120"] * 4
+    report = compare([sweep], layout=False)
+    assert {(r["variant"], r["budget_tokens"], r["n"]) for r in report["budget_rows"]} == \
+        {(v, t, 2) for v in ("gelu", "swiglu") for t in (5120, 10240)}
+    (trend,) = report["trends"]
+    assert trend["variant"] == "swiglu" and trend["seeds"] == 2 and trend["budgets"] == 2
+    assert not report["problems"] and (sweep / "compare" / "ladder_delta.png").is_file()

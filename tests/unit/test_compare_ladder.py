@@ -1,0 +1,135 @@
+"""compare on synthetic ladders (fabricated run folders): known losses -> known Δ per budget, known slope, known
+crossing, the crossing's interval, and the verdict when the trend does not cross 0 where it was fitted."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+from scipy import stats
+
+from ffn_zoo.analysis import ladder as LA
+from ffn_zoo.analysis.compare import compare
+
+BUDGETS = [100_000, 1_000_000, 10_000_000]  # x = log10 = 5, 6, 7
+SEEDS = [0, 1, 2]
+U, V = [0.01, -0.02, 0.01], [0.002, -0.001, -0.001]  # per-seed offsets of intercept and slope, mean 0
+
+
+def baseline_loss(seed: int, tokens: int) -> float:
+    return 4.0 - 0.3 * math.log10(tokens) + 0.01 * seed
+
+
+def branch(root: Path, ffn: str, seed: int, tokens: int, loss: float) -> None:
+    """A ladder's branch folder as training/ladder.py writes it: .hydra/config.yaml and metrics.json."""
+    folder = root / f"ffn={ffn},seed={seed}" / f"budget={tokens}"
+    (folder / ".hydra").mkdir(parents=True)
+    cfg = {"seed": seed, "ffn": {"name": ffn, "gated": ffn != "gelu", "activation": "gelu"},
+           "model": {"name": "mini"}, "data": {"name": "toy", "batch_size": 10, "seq_len": 100},
+           "optim": {"name": "adamw", "schedule": "wsd", "warmup": 5}, "ladder": {"budgets": None},
+           "trainer": {"max_steps": tokens // 1000}, "ckpt_path": "somewhere/branch-step=1.ckpt"}
+    OmegaConf.save(OmegaConf.create(cfg), folder / ".hydra" / "config.yaml")
+    (folder / "metrics.json").write_text(json.dumps({
+        "status": "ok", "ffn": ffn, "gated": ffn != "gelu", "val_loss": loss, "val_ppl": math.exp(loss), "seed": seed,
+        "steps": tokens // 1000, "tokens_seen": tokens, "ladder_role": "branch", "ladder_budget_tokens": tokens}))
+
+
+def ladder_sweep(root: Path, delta) -> Path:
+    """gelu and geglu ladders for every seed; geglu − gelu = delta(seed, x) at x = log10(tokens)."""
+    for seed in SEEDS:
+        for ffn in ("gelu", "geglu"):
+            job = root / f"ffn={ffn},seed={seed}"
+            job.mkdir(parents=True)
+            (job / "ladder.json").write_text("{}")  # a ladder's folder, its summary and its trunk: never table rows
+            (job / "metrics.json").write_text(json.dumps({"status": "ok", "ladder_role": "ladder", "ffn": ffn}))
+            (job / "trunk").mkdir()
+            (job / "trunk" / "metrics.json").write_text(json.dumps(
+                {"status": "ok", "ladder_role": "trunk", "ffn": ffn, "val_loss": 9.0, "seed": seed}))
+            for t in BUDGETS:
+                d = delta(seed, math.log10(t)) if ffn == "geglu" else 0.0
+                branch(root, ffn, seed, t, baseline_loss(seed, t) + d)
+    return root
+
+
+A, B = 0.6, -0.1  # Δ = 0.6 − 0.1·x: 0 at x = 6, 1M tokens
+
+
+@pytest.fixture
+def crossing(tmp_path: Path) -> dict:
+    ladder_sweep(tmp_path / "sweep", lambda s, x: A + U[s] + (B + V[s]) * x)
+    return compare([tmp_path / "sweep"], layout=False)
+
+
+def test_known_delta_per_budget(crossing: dict) -> None:
+    rows = crossing["delta_rows"]
+    assert [r["budget_tokens"] for r in rows] == BUDGETS and all(r["n"] == 3 for r in rows)
+    for r in rows:
+        x = math.log10(r["budget_tokens"])
+        assert r["delta"] == pytest.approx(A + B * x, abs=1e-12)
+        d = [U[s] + V[s] * x + A + B * x for s in SEEDS]  # the per-seed differences, by hand
+        half = stats.t.ppf(0.975, 2) * np.std(d, ddof=1) / math.sqrt(3)
+        assert (r["paired_lo"], r["paired_hi"]) == pytest.approx((np.mean(d) - half, np.mean(d) + half), abs=1e-12)
+        assert r["delta_lo"] < r["delta"] < r["delta_hi"]  # Welch, from compare
+    # per budget the full variant table (compare's rows): 2 variants × 3 budgets, trunks and summaries left out
+    assert len(crossing["budget_rows"]) == 6 and not crossing["problems"]
+
+
+def test_known_slope_and_crossing(crossing: dict) -> None:
+    (t,) = crossing["trends"]
+    assert t["variant"] == "geglu" and t["seeds"] == 3 and t["budgets"] == 3
+    assert t["slope_per_decade"] == pytest.approx(B, abs=1e-12) and t["intercept"] == pytest.approx(A, abs=1e-9)
+    assert t["crossing_tokens"] == pytest.approx(1e6, rel=1e-9)
+    half = stats.t.ppf(0.975, 2) * np.std([B + v for v in V], ddof=1) / math.sqrt(3)
+    assert (t["slope_lo"], t["slope_hi"]) == pytest.approx((B - half, B + half), abs=1e-12)
+    # Fieller: at each end of the crossing's interval the line's 95% band just touches 0
+    coef = np.array([[A + U[s], B + V[s]] for s in SEEDS])
+    for end in (t["crossing_lo"], t["crossing_hi"]):
+        x = math.log10(end)
+        line = coef[:, 0].mean() + coef[:, 1].mean() * x
+        se = np.std(coef[:, 0] + coef[:, 1] * x, ddof=1) / math.sqrt(3)
+        assert abs(line) == pytest.approx(stats.t.ppf(0.975, 2) * se, rel=1e-6)
+    assert t["crossing_lo"] < 1e6 < t["crossing_hi"]
+    assert t["verdict"].startswith("crosses 0 at 1M tokens, 95% interval [")
+
+
+def test_outputs_and_the_caveat(crossing: dict, tmp_path: Path) -> None:
+    out = tmp_path / "sweep" / "compare"
+    for name in ("ladder.md", "ladder_budgets.csv", "ladder_delta.csv", "ladder_trend.csv", "ladder.json",
+                 "ladder_delta.png"):
+        assert (out / name).is_file(), name
+    text = (out / "ladder.md").read_text()
+    assert "## budget 1M tokens (1,000,000; 1000 steps)" in text and "| geglu | gated |" in text
+    assert "A trend fitted over 100k–10M tokens is no promise outside that range." in text
+    assert len((out / "ladder_delta.csv").read_text().splitlines()) == 1 + 3
+
+
+def test_no_crossing_within_the_fitted_range(tmp_path: Path) -> None:
+    """A steady +0.05 gap (no slope): the band stays above 0 over the budgets."""
+    ladder_sweep(tmp_path / "flat", lambda s, x: 0.05 + U[s] * 0.1 + V[s] * 0.1 * (x - 6))
+    (t,) = compare([tmp_path / "flat"], layout=False)["trends"]
+    assert t["verdict"].startswith("no crossing within the fitted range (100k–10M tokens): Δ > 0 throughout at 95%")
+
+
+def test_a_crossing_outside_the_range_is_not_claimed(tmp_path: Path) -> None:
+    """Δ = 0.9 − 0.1·x would reach 0 at 1G tokens, two decades past the largest budget."""
+    ladder_sweep(tmp_path / "far", lambda s, x: 0.9 + U[s] + (B + V[s]) * x)
+    (t,) = compare([tmp_path / "far"], layout=False)["trends"]
+    assert t["crossing_tokens"] == pytest.approx(1e9, rel=1e-9)
+    assert t["verdict"].startswith("no crossing within the fitted range")
+    assert t["verdict"].endswith("the line would cross at 1G tokens, outside it")
+
+
+def test_one_seed_gives_a_point_trend_without_interval() -> None:
+    t = LA.fit_trend({0: {10**5: 0.1, 10**6: 0.0, 10**7: -0.1}})
+    assert t["slope_per_decade"] == pytest.approx(-0.1) and t["slope_lo"] is None
+    assert t["verdict"] == "crosses 0 at 1M tokens (1 seed: no interval)"
+
+
+def test_an_unresolved_slope_leaves_the_crossing_unbounded() -> None:
+    noisy = {0: {10**5: 0.1, 10**7: -0.1}, 1: {10**5: -0.1, 10**7: 0.12}}  # slopes −0.1 and +0.11
+    t = LA.fit_trend(noisy)
+    assert t["slope_lo"] < 0 < t["slope_hi"] and t["crossing_lo"] is None and t["crossing_hi"] is None

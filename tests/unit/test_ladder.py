@@ -1,0 +1,115 @@
+"""The WSD schedule, ladder planning and the ladder's bad inputs: each one line naming the key and what is valid."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from ffn_zoo.errors import ConfigError, FFNZooError
+from ffn_zoo.training.build import compose
+from ffn_zoo.training.optim import lr_multiplier, lr_schedule
+from ffn_zoo.training.ladder import parse_tokens, plan_of
+from tests.helpers import run_train, tiny
+
+
+def optim(**changes: object) -> dict:
+    cfg = dict(compose(["optim.schedule=wsd"]).optim)
+    return {**cfg, **changes}
+
+
+def test_wsd_values() -> None:
+    """10 steps, warm-up 2, decay_fraction 0.2: warm-up, peak through step 7, cooldown over steps 8 and 9."""
+    for shape, mid in (("linear", 0.5), ("1-sqrt", 1 - math.sqrt(0.5))):
+        f = lr_schedule(optim(warmup=2, decay_fraction=0.2, decay_shape=shape, min_lr_ratio=0.1), 10)
+        assert [f(s) for s in range(8)] == [0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+        assert f(8) == pytest.approx(0.1 + 0.9 * mid) and f(9) == pytest.approx(0.1)
+
+
+def test_wsd_before_its_cooldown_is_the_constant_schedule_bitwise() -> None:
+    """What lets every budget share one trunk: the same floats, step by step, whatever the run's length."""
+    for total in (50, 100, 400):
+        wsd = lr_schedule(optim(warmup=7), total)
+        start = total - round(0.2 * total)
+        constant = [lr_multiplier(s, schedule="constant", warmup_steps=7, total_steps=10**6, min_lr_ratio=0.1)
+                    for s in range(start)]
+        assert [wsd(s) for s in range(start)] == constant
+        assert wsd(start) < 1.0  # the cooldown begins at its first step
+
+
+@pytest.mark.parametrize("value, tokens", [("250k", 250_000), ("0.5M", 500_000), ("1Mi", 2**20), ("0.25Mi", 2**18),
+                                           (1_000_000, 1_000_000), (1e6, 1_000_000), ("2G", 2 * 10**9)])
+def test_parse_tokens(value: object, tokens: int) -> None:
+    assert parse_tokens(value, "b") == tokens
+
+
+def plan(*overrides: str):
+    return plan_of(compose(["model=tiny", "data.batch_size=16", "optim.schedule=wsd", *overrides]))  # 512 tokens/step
+
+
+def test_plan_warmup_is_a_fraction_of_the_smallest_budget() -> None:
+    p = plan("ladder.budgets=[5120,10240,20480]", "optim.warmup=0.2", "trainer.max_steps=40")
+    assert p.warmup == 2 and [r.steps for r in p.rungs] == [10, 20, 40] and [r.cooldown for r in p.rungs] == [2, 4, 8]
+    assert p.trunk_steps == 32 and p.steps_trained == 46
+    assert plan("ladder.budgets=[5120,10240]", "optim.warmup=3").warmup == 3  # steps stay steps
+
+
+BAD = [  # (overrides, the one-line message)
+    (["ladder.budgets=[10240,5120]"], r"ladder.budgets must increase: ladder.budgets\[1\]=5120 \(5,120 tokens\) comes "
+                                      r"after 10240 \(10,240 tokens\)"),
+    (["ladder.budgets=[5120,5120]"], r"ladder.budgets must increase"),
+    (["ladder.budgets=[5120,1Mi]"], r"ladder.budgets\[1\]=1Mi is 2048 steps, longer than the run "
+                                    r"\(trainer.max_steps=300\); raise trainer.max_steps to 2048 or drop the budget"),
+    (["ladder.budgets=[512,5120]"], r"ladder.budgets\[0\]=512 is 1 step\(s\), shorter than its cooldown of "
+                                    r"optim.decay_fraction=0.2 × 1 < 1 step; give at least 1,536 tokens \(3 steps\)"),
+    (["ladder.budgets=[0.25M]"], r"ladder.budgets\[0\]=0.25M is 488.28 steps of 512 tokens \(data.batch_size × "
+                                 r"data.seq_len\); give whole steps, e.g. 249,856 or 250,368 tokens"),
+    (["ladder.budgets=[lots]"], r"ladder.budgets\[0\]='lots' is not a token count; valid: an integer or a number "
+                                r"with k, M, G"),
+    (["ladder.budgets=[5120]", "optim.schedule=cosine"], r"ladder.budgets needs optim.schedule=wsd \(got cosine\)"),
+    (["ladder.budgets=[2048,5120]", "optim.warmup=4"],
+     r"ladder.budgets\[0\]=2048 is 4 steps: its 1-step cooldown would start at step 3, before the 4-step warm-up"),
+    (["ladder.budgets=[5120]", "optim.decay_fraction=0"], r"optim.decay_fraction=0 must be in \(0, 1\]"),
+    (["ladder.budgets=[5120]", "optim.decay_fraction=1.5"], r"optim.decay_fraction=1.5 must be in \(0, 1\]"),
+    (["ladder.budgets=[5120]", "optim.decay_shape=cosine"], r"unknown optim.decay_shape 'cosine'; valid: 1-sqrt, linear"),
+]
+
+
+@pytest.mark.parametrize("overrides, message", BAD, ids=[" ".join(o) for o, _ in BAD])
+def test_bad_ladder_inputs_are_one_line(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as e:
+        plan(*overrides)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"decay_fraction": 0.0}, r"optim.decay_fraction=0.0 must be in \(0, 1\]"),
+    ({"decay_fraction": -0.1}, r"optim.decay_fraction=-0.1 must be in \(0, 1\]"),
+    ({"decay_fraction": 1.01}, r"optim.decay_fraction=1.01 must be in \(0, 1\]"),
+    ({"warmup": 9}, r"optim.schedule=wsd: warm-up 9 \+ cooldown 2 steps .* do not fit in trainer.max_steps=10"),
+])
+def test_bad_wsd_settings(changes: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        lr_schedule(optim(**changes), 10)
+    lr_schedule(optim(decay_fraction=1.0, warmup=0), 10)  # the edge of the range is valid: all decay
+
+
+@pytest.mark.parametrize("args, message", [
+    (["optim.schedule=wsd", "ladder.budgets=[10240,5120]"], "error: ladder.budgets must increase"),
+    (["optim.schedule=wsd", "optim.decay_fraction=1.5"], "error: optim.decay_fraction=1.5 must be in (0, 1]"),
+    (["optim.schedule=wsd", "ladder.budgets=[5120]", "ckpt_path=last"], "error: ckpt_path=last: no ladder under"),
+], ids=["ladder", "plain-wsd", "last"])
+def test_train_py_prints_one_line_and_fails(args: list[str], message: str, tmp_path: Path) -> None:
+    proc = run_train(tiny(*args), tmp_path, check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    (line,) = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
+    assert line.startswith(message), proc.stderr[-2000:]
+    assert not list(tmp_path.glob("runs/*/checkpoints"))  # refused before anything trained
+
+
+def test_a_bool_or_a_fraction_of_a_token_is_refused() -> None:
+    with pytest.raises(FFNZooError, match="is not a token count"):
+        parse_tokens(True, "b")
+    with pytest.raises(FFNZooError, match="must be a positive whole number of tokens"):
+        parse_tokens("0.0001k", "b")
