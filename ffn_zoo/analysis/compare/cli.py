@@ -34,10 +34,7 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
     from ffn_zoo.analysis.ladder import compare_ladders, has_ladders  # (here: it builds on this package)
 
     if has_ladders(runs):  # budget ladders: a table per budget, Δ against the budget and its trend
-        report = compare_ladders(runs, out, baseline)
-        if layout:
-            write_tensorboard_layout(root)
-        return report
+        return compare_ladders(runs, out, baseline)
     groups, settings, warnings = group_runs(runs)
     problems = [r for r in runs if r.status != "ok"]
     for s in range(len(settings)):
