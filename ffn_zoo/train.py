@@ -81,7 +81,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     )
     if trainer.is_global_zero:
         write_layouts(trainer.loggers)  # the Custom Scalars tab, in this run's own events
-        print_banner(cfg, model, corpus.description, trainer.strategy.root_device, ckpt_path, resume_step)
+        print_banner(cfg, model, corpus.description, trainer.strategy.root_device, ckpt_path, resume_step, run_dir)
         for name, held_out in corpus.extra_val.items():  # data.extra_val
             print(f"val set  {name}: {held_out.description}", flush=True)
     if cfg.impl.compile:
@@ -118,7 +118,7 @@ _failures = JobFailures()
 def _hydra_task(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
-    with _failures.recorded(run_dir, sweep=hydra_cfg.mode == RunMode.MULTIRUN):  # metrics.json says why
+    with _failures.recorded(run_dir, sweep=hydra_cfg.mode == RunMode.MULTIRUN, cfg=cfg):  # metrics.json says why
         if cfg.ladder.budgets:  # a loss-vs-budget ladder: one trunk, a cooldown branch per budget (ladder.py)
             run_ladder(cfg, run_dir, run)
         else:

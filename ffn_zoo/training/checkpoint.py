@@ -10,22 +10,25 @@ weights_only=True)``, which only rebuilds tensors and plain containers.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
 import shlex
+import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Callable
 
 import lightning as L
+from lightning.pytorch.plugins.io import TorchCheckpointIO
 from lightning.pytorch.trainer.states import TrainerFn
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
 from ffn_zoo.errors import FFNZooError
-from ffn_zoo.training.runs import CKPT_DIR, find_last, overrides_name
+from ffn_zoo.training.runs import CKPT_DIR, find_last, fixed_run_dir, overrides_name
 
 # settings a resumed run must share with its checkpoint: the network, the corpus and the data order
 MUST_MATCH = ("model", "ffn", "data", "seed")
@@ -43,11 +46,70 @@ class CheckpointError(FFNZooError):
 # ---------------------------------------------------------------------------- writing
 
 
+def os_error(error: BaseException) -> OSError | None:
+    """The OSError in ``error``'s chain (``raise ... from``, or raised while handling), outermost first.
+
+    An OSError that names its file wins over one that does not: a write refused inside ``torch.save``
+    surfaces as a RuntimeError whose context is the nameless OSError of the file's ``write``.
+    """
+    found: list[OSError] = []
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno is not None:
+            found.append(e)
+        e = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
+    return next((f for f in found if f.filename), found[0] if found else None)
+
+
+def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """``write(f)`` into a temporary file beside ``path``, fsync, then rename it over ``path``.
+
+    Readers see the old file or the new one, never half of one; the bytes are written once, in
+    the target folder. On any failure the temporary is removed, and an OSError (a full disk, a
+    quota, a read-only folder) is raised again naming ``path``.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())  # the bytes are on disk before the rename makes them "the" file
+        os.replace(tmp, path)  # atomic on POSIX
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)  # a failed write leaves only the previous file
+        refused = os_error(e) if isinstance(e, Exception) else None
+        if refused is None:
+            raise
+        raise OSError(refused.errno, refused.strerror, str(path)) from None  # torch hides it in a RuntimeError
+
+
+def write_json(path: Path, record: dict[str, Any]) -> None:
+    """``metrics.json`` and other records, atomically: a full disk leaves the previous version, not half a file."""
+    text = (json.dumps(record, indent=2) + "\n").encode()
+    atomic_write(path, lambda f: f.write(text))
+
+
+class DirectCheckpointIO(TorchCheckpointIO):
+    """Lightning's checkpoint IO, minus its staging: ``torch.save`` straight into ``atomic_write``'s temporary.
+
+    Lightning's ``_atomic_save`` serialises the whole checkpoint into memory, writes that to a file in
+    the system temp folder (fsspec's transaction) and copies it next to the target: the RAM and the
+    free space in /tmp of one more checkpoint, and every byte written twice.
+    """
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
+        atomic_write(Path(path), lambda f: torch.save(checkpoint, f))
+
+
 class Checkpointing(L.Callback):
     """``last.ckpt`` every ``every_n_steps`` and at the end, ``best.ckpt`` at each new best ``val/loss``.
 
-    Writes go to a temporary file that is then renamed over the old one, so a crash mid-write
-    leaves the previous checkpoint intact; a state with non-finite weights is never written.
+    Each write goes through :class:`DirectCheckpointIO` (installed on the strategy at setup): a
+    temporary file in ``checkpoints/``, fsync, rename over the old one, so a crash or a full disk
+    mid-write leaves the previous checkpoint intact; a state with non-finite weights is never written.
     """
 
     def __init__(self, ckpt_dir: Path, every_n_steps: int | None, save_last: bool = True, save_best: bool = True,
@@ -59,21 +121,17 @@ class Checkpointing(L.Callback):
         self.last_good: tuple[Path, int] | None = None  # (path, step) of the newest checkpoint written or resumed from
         self._saved_step = -1
 
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        if not isinstance(trainer.strategy.checkpoint_io, DirectCheckpointIO):
+            trainer.strategy.checkpoint_io = DirectCheckpointIO()  # loads as TorchCheckpointIO does
+
     def save(self, trainer: L.Trainer, name: str) -> Path:
         path = self.dir / name
         bad = next((n for n, p in trainer.lightning_module.named_parameters() if not torch.isfinite(p).all()), None)
         if bad is not None:  # the guard stops NaN updates first; this is the last line of defence
             raise FFNZooError(f"not saving {path}: parameter {bad} is non-finite at step {trainer.global_step}; "
                               f"the last good checkpoint is {self.describe_last_good()}")
-        tmp = path.with_name(f".{name}.tmp{os.getpid()}")
-        try:
-            trainer.save_checkpoint(tmp, weights_only=False)  # the full training state; every rank calls it
-            if trainer.is_global_zero:
-                with open(tmp, "rb") as f:
-                    os.fsync(f.fileno())  # the bytes are on disk before the rename makes them "the" checkpoint
-                os.replace(tmp, path)  # atomic on POSIX: readers see the old file or the new one, never half
-        finally:
-            tmp.unlink(missing_ok=True)  # a failed write leaves only the previous checkpoint
+        trainer.save_checkpoint(path, weights_only=False)  # the full training state; every rank calls it, rank 0 writes
         trainer.strategy.barrier("ffnzoo-checkpoint")
         return path
 
@@ -117,6 +175,40 @@ class Checkpointing(L.Callback):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.best_val, self.best_step = state["best_val"], state["best_step"]
+
+
+# optimizer state kept per parameter, in copies of the weights: AdamW's two moments; Adafactor's factored second
+# moment (a row and a column per matrix) is next to nothing
+OPTIMIZER_STATE_COPIES = {"adamw": 2, "adafactor": 0}
+BIG_CHECKPOINT = 100 * 2**20  # from this size on, the start-up banner says how much disk the checkpoints need
+
+
+def checkpoint_bytes(model: torch.nn.Module, optim_name: str) -> int:
+    """A checkpoint's size before one exists: weights and buffers, plus the optimizer's state (its moments)."""
+    weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    return weights + OPTIMIZER_STATE_COPIES[optim_name] * params
+
+
+def disk_need(model: torch.nn.Module, checkpoint: DictConfig, optim_name: str, run_dir: Path) -> str | None:
+    """The banner's ``disk`` line: checkpoint size, free space needed and free; None for small runs with room.
+
+    The need: ``last.ckpt``, ``best.ckpt`` (``save_best``) and the temporary of the one being written.
+    """
+    size = checkpoint_bytes(model, optim_name)
+    kept = [n for n, on in (("last", checkpoint.save_last), ("best", checkpoint.save_best)) if on]
+    need = size * (len(kept) + 1) if kept else 0
+    free = shutil.disk_usage(run_dir).free
+    if size < BIG_CHECKPOINT and free >= need:
+        return None
+    hint = " or set checkpoint.save_best=false" if checkpoint.save_best else ""
+    warn = f"; NOT ENOUGH: free space{hint}" if free < need else ""
+    return (f"a checkpoint ~{_size(size)} (weights + {optim_name} state); {CKPT_DIR}/ needs ~{_size(need)} free "
+            f"({' + '.join(kept)} + one being written), {_size(free)} free{warn}")
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
 
 
 # ---------------------------------------------------------------------------- RNG
@@ -178,11 +270,21 @@ class TrainRNG(L.Callback):
 
 
 def resolve_ckpt_path(cfg: DictConfig, run_dir: Path) -> Path | None:
-    """``ckpt_path``: null (fresh run), ``last`` (newest run with the same overrides), a run folder or a file."""
+    """``ckpt_path``: null (fresh run), ``last``, a run folder or a file.
+
+    ``last`` is this run folder's own ``last.ckpt`` when it has one (the same command run again in a
+    fixed folder); else, with a fixed folder, nothing (a fresh start); else the newest run under
+    ``log_dir`` with the same overrides.
+    """
     value = cfg.ckpt_path
     if value is None or value == "":
         return None
     if str(value) == "last":
+        own = run_dir / CKPT_DIR / "last.ckpt"
+        if own.is_file():  # this folder ran before: a requeued job, or the same command with a fixed hydra.run.dir
+            return own
+        if fixed_run_dir():
+            return None  # a job that owns its folder, on its first attempt: nothing to resume yet
         name = overrides_name()
         path = find_last(Path(cfg.log_dir), name, exclude=run_dir)
         if path is None:
@@ -265,16 +367,18 @@ def check_checkpoint(path: Path, module: L.LightningModule, cfg: DictConfig) -> 
     return int(ckpt["global_step"])
 
 
-def resume_command(ckpt: Path) -> str:
-    """The exact command line that resumes this run from ``ckpt``."""
+def resume_command(ckpt: Path | None) -> str:
+    """The exact command line that resumes this run from ``ckpt`` (None: that runs it again from the start)."""
     from hydra.core.hydra_config import HydraConfig
 
     args: list[str] = []
     if HydraConfig.initialized():
         args = [a for a in HydraConfig.get().overrides.task if not a.split("=")[0].lstrip("+~") in
-                ("ckpt_path", "debug.kill_at_step")]
+                ("ckpt_path", "debug.kill_at_step", "debug.disk_full_at_checkpoint")]
+        if fixed_run_dir():  # the resumed run goes on in the same folder, as a requeued job would
+            args.append(f'hydra.run.dir="{Path(HydraConfig.get().runtime.output_dir).resolve()}"')
     script = os.path.basename(sys.argv[0]) if sys.argv else ""
     # an installed entry point (ffn-zoo-train) is run by its name; anything else as the repo's train.py
     prog = [script] if script and not script.endswith(".py") and "pytest" not in script else ["python", "train.py"]
     # quoted for Hydra too: a run folder name holds "," and "=", which an unquoted override value may not
-    return shlex.join([*prog, *args, f'ckpt_path="{ckpt.resolve()}"'])
+    return shlex.join([*prog, *args, *([f'ckpt_path="{ckpt.resolve()}"'] if ckpt else [])])

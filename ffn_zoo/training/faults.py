@@ -1,23 +1,24 @@
-"""Faults during training: non-finite loss or gradients, SIGTERM/SIGINT, failed runs and sweep jobs, and
-the fault injection (``debug.*``) the tests use to produce each of them on purpose."""
+"""Faults during training: non-finite loss or gradients, SIGTERM/SIGINT, a full disk, failed sweep jobs,
+and the fault injection (``debug.*``) the tests use to produce each of them on purpose."""
 
 from __future__ import annotations
 
-import json
+import errno
 import os
 import signal
 import sys
 import threading
 import traceback
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 import lightning as L
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from ffn_zoo.training.checkpoint import Checkpointing, TrainRNG, resume_command
+from ffn_zoo.training.checkpoint import (CheckpointError, Checkpointing, DirectCheckpointIO, TrainRNG, atomic_write,
+                                load_checkpoint, os_error, resolve_ckpt_path, resume_command, write_json)
 from ffn_zoo.errors import ConfigError, FFNZooError
 from ffn_zoo.training.runs import CKPT_DIR
 
@@ -137,20 +138,58 @@ class GracefulStop(L.Callback):
         if trainer.is_global_zero:
             record = {"status": "interrupted", "signal": signal.Signals(self.signum).name, "steps": trainer.global_step,
                       "checkpoint": str(ckpt), "resume": command}
-            (run_dir / "metrics.json").write_text(json.dumps(record, indent=2) + "\n")
+            write_json(run_dir / "metrics.json", record)
             print(f"stopped  {record['signal']} at step {trainer.global_step}; checkpoint {ckpt}\n"
                   f"resume   {command}", file=sys.stderr, flush=True)
         raise SystemExit(128 + self.signum)  # SystemExit: a sweep stops here too (Hydra catches only Exception)
 
 
+class FullDisk:
+    """A file that fills up: its writes fail with ENOSPC once ``room`` bytes are in, as on a full disk."""
+
+    def __init__(self, f: BinaryIO, room: int) -> None:
+        self.f, self.room = f, room
+
+    def write(self, data: bytes) -> int:
+        n = self.f.write(bytes(data[:max(self.room, 0)]))
+        self.room -= len(data)
+        if self.room < 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return n
+
+    def flush(self) -> None:
+        self.f.flush()
+
+
+class FullDiskIO(DirectCheckpointIO):
+    """The ``n``-th checkpoint write of this process (last.ckpt and best.ckpt alike) hits a full disk halfway."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n, self.writes = n, 0
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
+        self.writes += 1
+        if self.writes != self.n:
+            return super().save_checkpoint(checkpoint, path)
+        atomic_write(Path(path), lambda f: torch.save(checkpoint, FullDisk(f, room=4096)))
+
+
 class FaultInjection(L.Callback):
     """``debug.inject_nan_at_step``: the model's output is NaN in that step (1-based); ``debug.crash_at_step``:
     a RuntimeError (a bug, as far as train.py knows); ``debug.kill_at_step``: SIGKILL right after that
-    step's checkpoints are written. For tests; never set in a research run."""
+    step's checkpoints are written; ``debug.disk_full_at_checkpoint``: the n-th checkpoint write fails with
+    ENOSPC after 4 KiB. For tests; never set in a research run."""
 
-    def __init__(self, inject_nan_at_step: int | None, crash_at_step: int | None, kill_at_step: int | None) -> None:
+    def __init__(self, inject_nan_at_step: int | None, crash_at_step: int | None, kill_at_step: int | None,
+                 disk_full_at_checkpoint: int | None = None) -> None:
         self.nan_step, self.crash_step, self.kill_step = inject_nan_at_step, crash_at_step, kill_at_step
+        self.disk_full_at = disk_full_at_checkpoint
         self._hook: Any = None
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        if self.disk_full_at is not None:
+            trainer.strategy.checkpoint_io = FullDiskIO(int(self.disk_full_at))
 
     def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
         step = trainer.global_step + 1
@@ -186,19 +225,112 @@ def reliability_callbacks(cfg: DictConfig, run_dir: Path) -> list[L.Callback]:
         NonFiniteGuard(cfg.faults.on_nonfinite, checkpoints, int(cfg.faults.max_skipped_steps)),
         checkpoints,
         GracefulStop(checkpoints),
-        FaultInjection(d.inject_nan_at_step, d.crash_at_step, d.kill_at_step),
+        FaultInjection(d.inject_nan_at_step, d.crash_at_step, d.kill_at_step, d.disk_full_at_checkpoint),
     ]
 
 
-def record_failure(run_dir: Path, error: BaseException, with_traceback: bool) -> None:
-    """A failed job's folder says so: ``metrics.json`` with the message, ``traceback.txt`` for a bug."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    record: dict[str, Any] = {"status": "failed", "error": str(error) or type(error).__name__}
-    if with_traceback:
-        record["error"] = f"{type(error).__name__}: {error}"
-        record["traceback"] = "traceback.txt"
-        (run_dir / "traceback.txt").write_text("".join(traceback.format_exception(error)))
-    (run_dir / "metrics.json").write_text(json.dumps(record, indent=2) + "\n")
+# ---------------------------------------------------------------------------- a full disk
+
+
+# the OS refusing a write: the disk, a quota, a file size limit, a read-only mount; never a read error
+WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
+
+
+class WriteFailed(FFNZooError):
+    """The OS refused a write; the message names the file, the last good checkpoint and the resume command.
+
+    Not the user's input and not a bug, but reported like a user error: one line, and a sweep goes on.
+    ``record`` holds the same facts for ``metrics.json``.
+    """
+
+    def __init__(self, message: str, record: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.record = record
+
+
+def last_good_checkpoint(cfg: DictConfig, run_dir: Path) -> tuple[Path, int] | None:
+    """The newest ``last.ckpt`` that loads, of this run folder or the one it resumed from, with its step."""
+    candidates = [run_dir / CKPT_DIR / "last.ckpt"]
+    with suppress(FFNZooError):
+        candidates.append(resolve_ckpt_path(cfg, run_dir))
+    good = []
+    for path in dict.fromkeys(c for c in candidates if c is not None and c.is_file()):
+        with suppress(CheckpointError):
+            good.append((path, int(load_checkpoint(path)["global_step"])))  # verified: it loads
+    return max(good, key=lambda g: g[1]) if good else None
+
+
+def _what_failed(error: BaseException, refused: OSError, run_dir: Path) -> str:
+    """The file a refused write was for: its name when the OS gave one, else the writer, from the traceback."""
+    if refused.filename:
+        return str(refused.filename)
+    frames = [f for e in (error, refused) for f, _ in traceback.walk_tb(e.__traceback__)]
+    tensorboard = [f for f in frames if "tensorboard" in f.f_code.co_filename]
+    if tensorboard:  # its writer thread appends to the events file; the innermost frame holds its name
+        name = next((f.f_locals["filename"] for f in reversed(tensorboard) if "filename" in f.f_locals), None)
+        return f"the TensorBoard events {name}" if name else f"the TensorBoard events in {run_dir}"
+    return f"a file of the run in {run_dir} (the OS named none)"
+
+
+def write_failure(error: BaseException, cfg: DictConfig, run_dir: Path) -> WriteFailed | None:
+    """``error`` as a one-line :class:`WriteFailed` when the OS refused a write (ENOSPC, ...), else None."""
+    refused = os_error(error)
+    if refused is None or refused.errno not in WRITE_ERRNOS:
+        return None
+    reason = f"{refused.strerror} ({errno.errorcode.get(refused.errno, refused.errno)})"
+    last = last_good_checkpoint(cfg, run_dir)
+    command = resume_command(last[0] if last else None)
+    record: dict[str, Any] = {"checkpoint": str(last[0]) if last else None, "checkpoint_step": last and last[1],
+                              "resume": command}
+    if last:
+        where = f"last good checkpoint {last[0]} (step {last[1]}, loads); free space, then resume: {command}"
+    else:
+        where = f"no checkpoint was written; free space, then run again: {command}"
+    return WriteFailed(f"could not write {_what_failed(error, refused, run_dir)}: {reason}; {where}", record)
+
+
+@contextmanager
+def write_failures_as_errors(cfg: DictConfig, run_dir: Path) -> Iterator[None]:
+    """Turn an OS-refused write anywhere in the run (checkpoint, logger, metrics.json) into a WriteFailed.
+
+    A writer thread (TensorBoard's) that dies of it stays quiet: the main thread re-raises its error and reports it.
+    """
+    previous = threading.excepthook
+
+    def quiet_refused_write(args: Any) -> None:
+        if not (isinstance(args.exc_value, OSError) and args.exc_value.errno in WRITE_ERRNOS):
+            previous(args)
+
+    threading.excepthook = quiet_refused_write
+    try:
+        yield
+    except Exception as e:
+        failed = write_failure(e, cfg, run_dir)
+        if failed is None:
+            threading.excepthook = previous
+            raise
+        raise failed from e  # the hook stays: the dying writer thread may print after this
+    threading.excepthook = previous
+
+
+def record_failure(run_dir: Path, error: BaseException, with_traceback: bool) -> bool:
+    """A failed job's folder says so: ``metrics.json`` with the message, ``traceback.txt`` for a bug.
+
+    Returns False when the folder could not be written (a full disk): the previous files stay whole.
+    """
+    record: dict[str, Any] = {"status": "failed", "error": str(error) or type(error).__name__,
+                              **getattr(error, "record", {})}
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if with_traceback:
+            record["error"] = f"{type(error).__name__}: {error}"
+            record["traceback"] = "traceback.txt"
+            tb = "".join(traceback.format_exception(error)).encode()
+            atomic_write(run_dir / "traceback.txt", lambda f: f.write(tb))
+        write_json(run_dir / "metrics.json", record)
+    except OSError:
+        return False
+    return True
 
 
 class JobFailures:
@@ -210,13 +342,15 @@ class JobFailures:
         self.run_dirs: list[str] = []
 
     @contextmanager
-    def recorded(self, run_dir: Path, sweep: bool) -> Iterator[None]:
+    def recorded(self, run_dir: Path, sweep: bool, cfg: DictConfig) -> Iterator[None]:
         try:
-            yield
+            with write_failures_as_errors(cfg, run_dir):  # a full disk: a one-line WriteFailed
+                yield
         except FFNZooError as e:
-            # the user's input, not a bug: one line, no traceback; recorded so a sweep goes on
-            print(f"error: {e}", file=sys.stderr, flush=True)
-            record_failure(run_dir, e, with_traceback=False)
+            # the user's input or a full disk, not a bug: one line, no traceback; recorded so a sweep goes on
+            recorded = record_failure(run_dir, e, with_traceback=False)
+            print(f"error: {e}" + ("" if recorded else f" ({run_dir / 'metrics.json'} could not be updated)"),
+                  file=sys.stderr, flush=True)
             self.run_dirs.append(str(run_dir))
         except Exception as e:
             record_failure(run_dir, e, with_traceback=True)  # metrics.json + traceback.txt in the job's folder

@@ -72,6 +72,15 @@ def overrides_name() -> str:
     return dirname(HydraConfig.get().job.override_dirname) if HydraConfig.initialized() else "default"
 
 
+def fixed_run_dir() -> bool:
+    """True when the command line fixes the run folder (``hydra.run.dir=`` or ``hydra.sweep.dir=``), as a
+    cluster job does to keep one folder per job across requeues; false for the timestamped default."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return HydraConfig.initialized() and any(
+        o.split("=", 1)[0] in ("hydra.run.dir", "hydra.sweep.dir") for o in HydraConfig.get().overrides.hydra)
+
+
 def find_last(log_dir: Path, name: str, exclude: Path | None = None, marker: str = f"{CKPT_DIR}/last.ckpt") -> Path | None:
     """The newest ``marker`` file (``checkpoints/last.ckpt``; a ladder's ``ladder.json``) of a run or sweep job
     under ``log_dir`` whose overrides are ``name``."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from omegaconf import DictConfig
 from ffn_zoo.nn.ffn import FFN_VARIANTS, FFNVariant
 from ffn_zoo.nn.flops import gemm_peak_flops, training_flops_per_token
 from ffn_zoo.nn.model import INITS, TransformerLM
+from ffn_zoo.training.checkpoint import disk_need, write_json
 from ffn_zoo.training.lit_module import LitLM
 from ffn_zoo.training.optim import describe_optim
 
@@ -50,11 +50,15 @@ def estimate_cpu_time(model: TransformerLM, tokens: int, seq_len: int) -> str:
 
 
 def print_banner(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: torch.device,
-                 ckpt_path: Path | None, resume_step: int | None) -> None:
+                 ckpt_path: Path | None, resume_step: int | None, run_dir: Path) -> None:
     for line in describe(cfg, model, corpus_desc, str(device)):
         print(line, flush=True)
     if ckpt_path:
         print(f"resume   {ckpt_path} at step {resume_step}", flush=True)
+    elif cfg.ckpt_path == "last":  # a fixed run folder without a checkpoint yet (checkpoint.resolve_ckpt_path)
+        print(f"resume   nothing to resume in {run_dir} yet: a fresh start", flush=True)
+    if note := disk_need(model, cfg.checkpoint, cfg.optim.name, run_dir):  # big checkpoints, or too little room
+        print(f"disk     {note}", flush=True)
     if cfg.model.name == "bert_base" and device.type == "cpu":
         tokens = cfg.trainer.max_steps * cfg.data.batch_size * cfg.data.seq_len
         print(f"note     BERT-base on a CPU: {estimate_cpu_time(model, tokens, cfg.data.seq_len)}; "
@@ -95,7 +99,7 @@ def run_metrics(cfg: DictConfig, trainer: L.Trainer, module: LitLM, optimal_val_
 
 def write_metrics(run_dir: Path, metrics: dict[str, Any]) -> None:
     """``metrics.json`` into the run folder, and the one-line result."""
-    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    write_json(run_dir / "metrics.json", metrics)  # atomic: a full disk leaves the old file, not half a new one
     opt = f", optimum {metrics['optimal_val_ppl']:.2f}" if metrics["optimal_val_ppl"] else ""
     print(f"done     val/loss {metrics['val_loss']:.4f}, val/ppl {metrics['val_ppl']:.2f}{opt}; "
           f"{metrics['wall_s']:.0f} s -> {run_dir}", flush=True)
