@@ -185,7 +185,8 @@ BIG_CHECKPOINT = 100 * 2**20  # from this size on, the start-up banner says how 
 
 def checkpoint_bytes(model: torch.nn.Module, optim_name: str) -> int:
     """A checkpoint's size before one exists: weights and buffers, plus the optimizer's state (its moments)."""
-    weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    unique = {t.data_ptr(): t for t in model.state_dict().values()}  # tied weights are saved once
+    weights = sum(t.numel() * t.element_size() for t in unique.values())
     params = sum(p.numel() * p.element_size() for p in model.parameters())
     return weights + OPTIMIZER_STATE_COPIES[optim_name] * params
 

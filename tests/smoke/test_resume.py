@@ -48,6 +48,20 @@ def test_sigkill_then_resume_is_bitwise_exact(uninterrupted: Path, tmp_path: Pat
     assert_same_state(uninterrupted / "checkpoints/last.ckpt", run_c / "checkpoints/last.ckpt")
 
 
+def test_a_requeued_job_reruns_the_same_command_in_its_fixed_folder(uninterrupted: Path, tmp_path: Path) -> None:
+    """A cluster requeue: one folder per job (hydra.run.dir), the same command each time, ckpt_path=last."""
+    job = tmp_path / "jobs" / "1234"
+    command = [*ARGS, f"hydra.run.dir={job}", "ckpt_path=last", "debug.kill_at_step=10"]  # killed at 10, once
+    first = run_train(command, tmp_path, check=False)
+    assert first.returncode == -signal.SIGKILL, first.stderr[-2000:]
+    assert f"resume   nothing to resume in {job} yet: a fresh start" in first.stdout
+    again = run_train(command, tmp_path)  # the very same command line
+    assert f"resume   {job / 'checkpoints/last.ckpt'} at step 10" in again.stdout
+    assert results(job) == results(uninterrupted)
+    assert_same_state(uninterrupted / "checkpoints/last.ckpt", job / "checkpoints/last.ckpt")
+    assert not list(tmp_path.glob("runs/*"))  # nothing went to a timestamped folder
+
+
 @pytest.mark.slow
 def test_external_sigkill_at_a_random_moment_then_resume(uninterrupted: Path, tmp_path: Path) -> None:
     """The kill comes from outside, whenever a checkpoint exists, possibly mid-write of the next one."""
