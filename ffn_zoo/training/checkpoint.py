@@ -188,7 +188,8 @@ def checkpoint_bytes(model: torch.nn.Module, optim_name: str) -> int:
     unique = {t.data_ptr(): t for t in model.state_dict().values()}  # tied weights are saved once
     weights = sum(t.numel() * t.element_size() for t in unique.values())
     params = sum(p.numel() * p.element_size() for p in model.parameters())
-    return weights + OPTIMIZER_STATE_COPIES[optim_name] * params
+    # an unknown name is refused later, with the valid ones, by build_optimizer; here it counts as AdamW
+    return weights + OPTIMIZER_STATE_COPIES.get(optim_name, 2) * params
 
 
 def disk_need(model: torch.nn.Module, checkpoint: DictConfig, optim_name: str, run_dir: Path) -> str | None:
