@@ -47,7 +47,7 @@ from ffn_zoo.errors import ConfigError
 from ffn_zoo.training.checkpoint import (MUST_MATCH, CheckpointError, Checkpointing, _first_difference,
                                          load_checkpoint)
 from ffn_zoo.training.optim import decay_steps_of, warmup_steps_of
-from ffn_zoo.training.runs import CKPT_DIR, find_last, overrides_name
+from ffn_zoo.training.runs import CKPT_DIR, find_last, fixed_run_dir, overrides_name
 
 MANIFEST = "ladder.json"
 TRUNK = "trunk"
@@ -236,6 +236,8 @@ def ladder_root(cfg: DictConfig, run_dir: Path) -> Path:
     if value is None or value == "":
         return run_dir
     if str(value) == "last":
+        if (run_dir / MANIFEST).is_file() or fixed_run_dir():  # a requeued job's own folder: continue or start it
+            return run_dir
         name = overrides_name()
         found = find_last(Path(cfg.log_dir), name, exclude=run_dir, marker=MANIFEST)
         if found is None:

@@ -113,3 +113,14 @@ def test_a_bool_or_a_fraction_of_a_token_is_refused() -> None:
         parse_tokens(True, "b")
     with pytest.raises(FFNZooError, match="must be a positive whole number of tokens"):
         parse_tokens("0.0001k", "b")
+
+
+def test_last_continues_the_ladder_in_its_own_fixed_folder(tmp_path):
+    """A requeued sweep job (fixed hydra.sweep.dir, ckpt_path=last) continues the ladder already in its folder."""
+    from omegaconf import OmegaConf
+
+    from ffn_zoo.training.ladder import MANIFEST, ladder_root
+
+    (tmp_path / MANIFEST).write_text("{}")
+    cfg = OmegaConf.create({"ckpt_path": "last", "log_dir": str(tmp_path / "elsewhere")})
+    assert ladder_root(cfg, tmp_path) == tmp_path

@@ -17,6 +17,9 @@ BEFORE = {
     "glu_variants_cpu": {**ADAMW, "warmup": 0.2},
     "glu_variants_toy": {**ADAMW, "warmup": 0.2},
     "glu_variants_c4": {**ADAMW, "warmup": 10000},
+    # added since, pinned the same way: the GLU-gap study's presets (experiments/glu_variants)
+    "glu_wikipedia_cpu": {**ADAMW, "warmup": 0.2},
+    "glu_ladder_cpu": {**ADAMW, "warmup": 48, "schedule": "wsd"},
 }
 
 
