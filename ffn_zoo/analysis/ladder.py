@@ -20,7 +20,7 @@ import numpy as np
 
 from ffn_zoo.analysis.compare.plots import _save
 from ffn_zoo.analysis.compare.runs import Run, experiment_key, group_runs
-from ffn_zoo.analysis.compare.stats import summarize
+from ffn_zoo.analysis.compare.stats import paired_interval, summarize, welch_interval
 from ffn_zoo.analysis.compare.tables import markdown_table, write_csv
 
 CAVEAT = "A trend fitted over {lo}–{hi} tokens is no promise outside that range."
@@ -131,34 +131,62 @@ def _setting_key(run: Run) -> tuple:
     return tuple((k, v) for k, v in experiment_key(run.config) if not k.startswith("ffn.") and k != "trainer.max_steps")
 
 
-def ladder_rows(branches: Sequence[Run], baseline: str) -> tuple[list[dict], list[dict], list[dict], list[str]]:
-    """(per-budget variant rows, Δ-vs-budget rows, trend rows, warnings) over every ladder setting."""
+def setting_labels(settings: Sequence[tuple]) -> list[str]:
+    """Each setting named by the keys in which the settings differ (``model.init=fan_in, optim.name=adafactor``);
+    one setting gets an empty label."""
+    if len(settings) < 2:
+        return [""] * len(settings)
+    dicts = [dict(s) for s in settings]
+    differing = sorted({k for d in dicts for k in d if any(e.get(k) != d.get(k) for e in dicts)})
+    return [", ".join(f"{k}={d.get(k)}" for k in differing) for d in dicts]
+
+
+def _loss_key(val_set: str | None) -> str:
+    return f"val_{val_set}_loss" if val_set else "val_loss"
+
+
+def ladder_rows(branches: Sequence[Run], baseline: str,
+                val_set: str | None = None) -> tuple[list[dict], list[dict], list[dict], list[str]]:
+    """(per-budget variant rows, Δ-vs-budget rows, trend rows, warnings) over every ladder setting, on the main
+    validation split or on the extra held-out set ``val_set`` (data.extra_val).
+
+    Settings are numbered in the order their runs come (the first folder given is setting 1). With several, each
+    Δ row also carries its change against setting 1's Δ at that budget (``vs_ref``: paired over the seeds both
+    have, as a seed fixes the data order in every setting; Welch otherwise).
+    """
+    key = _loss_key(val_set)
+    branches = [r for r in branches if key in r.metrics]
     settings: list[tuple] = []
     for r in branches:
         if _setting_key(r) not in settings:
             settings.append(_setting_key(r))
+    labels = setting_labels(settings)
     table, deltas, trends, warnings = [], [], [], []
     if len(settings) > 1:
         warnings.append(f"{len(settings)} different ladder settings; each is compared separately, never averaged")
-    for si, key in enumerate(settings):
-        runs = [r for r in branches if _setting_key(r) == key]
+    for si, skey in enumerate(settings):
+        runs = [r for r in branches if _setting_key(r) == skey]
         budgets = sorted({int(r.metrics["ladder_budget_tokens"]) for r in runs})
-        by_variant: dict[str, dict[int, dict[Any, float]]] = {}  # variant -> budget -> seed -> val_loss
+        by_variant: dict[str, dict[int, dict[Any, float]]] = {}  # variant -> budget -> seed -> loss
         for tokens in budgets:
             groups, _, warns = group_runs([r for r in runs if r.metrics["ladder_budget_tokens"] == tokens])
-            warnings += [f"budget {tokens_label(tokens)}: {w}" for w in warns]
-            for row in summarize(groups, baseline):
-                table.append({"ladder_setting": si + 1, "budget_tokens": tokens, **row})
+            if val_set is None:
+                warnings += [f"budget {tokens_label(tokens)}: {w}" for w in warns]
+            rows = summarize(groups, baseline, val_set=val_set)
+            table += [{"ladder_setting": si + 1, "setting_label": labels[si], "budget_tokens": tokens, **row}
+                      for row in rows]
             for g in groups:
-                by_variant.setdefault(g.label, {})[tokens] = {r.seed: r.metrics["val_loss"] for r in g.runs}
-            for row in table:
-                if row["ladder_setting"] == si + 1 and row["budget_tokens"] == tokens and row["delta"] is not None \
-                        and row["variant"] != baseline:
-                    deltas.append({
-                        "ladder_setting": si + 1, "variant": row["variant"], "baseline": baseline,
-                        "budget_tokens": tokens, "steps": row["steps"], "n": row["n"],
-                        "delta": row["delta"], "delta_lo": row["delta_lo"], "delta_hi": row["delta_hi"],
-                        "paired_lo": row["paired_lo"], "paired_hi": row["paired_hi"]})
+                by_variant.setdefault(g.label, {})[tokens] = {r.seed: r.metrics[key] for r in g.runs}
+            for row in rows:
+                if row["delta"] is None or row["variant"] == baseline:
+                    continue
+                losses, base = by_variant[row["variant"]][tokens], by_variant[baseline][tokens]
+                deltas.append({
+                    "ladder_setting": si + 1, "setting_label": labels[si], "variant": row["variant"],
+                    "baseline": baseline, "budget_tokens": tokens, "steps": row["steps"], "n": row["n"],
+                    "delta": row["delta"], "delta_lo": row["delta_lo"], "delta_hi": row["delta_hi"],
+                    "paired_lo": row["paired_lo"], "paired_hi": row["paired_hi"],
+                    "per_seed": {s: losses[s] - base[s] for s in losses if s in base}})
         base = by_variant.get(baseline)
         if base is None:
             warnings.append(f"ladder setting {si + 1}: no finished {baseline!r} branches, so no Δ (choose --baseline)")
@@ -173,8 +201,20 @@ def ladder_rows(branches: Sequence[Run], baseline: str) -> tuple[list[dict], lis
             if trend is None:
                 warnings.append(f"{variant}: no trend (needs >= 2 budgets with a seed that both it and {baseline} have)")
                 continue
-            trends.append({"ladder_setting": si + 1, "variant": variant, "baseline": baseline,
-                           "seeds_used": sorted(seeds, key=str), **trend})
+            trends.append({"ladder_setting": si + 1, "setting_label": labels[si], "variant": variant,
+                           "baseline": baseline, "seeds_used": sorted(seeds, key=str), **trend})
+    for d in deltas:  # the change of each setting's Δ against setting 1's at the same budget
+        ref = next((r for r in deltas if r["ladder_setting"] == 1 and r["variant"] == d["variant"]
+                    and r["budget_tokens"] == d["budget_tokens"]), None)
+        d.update(vs_ref=None, vs_ref_lo=None, vs_ref_hi=None, vs_ref_paired=None)
+        if d["ladder_setting"] == 1 or ref is None:
+            continue
+        d["vs_ref"] = d["delta"] - ref["delta"]
+        paired = paired_interval(d["per_seed"], ref["per_seed"])
+        welch = welch_interval(list(d["per_seed"].values()), list(ref["per_seed"].values()))
+        ci = paired or welch
+        if ci is not None:
+            d.update(vs_ref_lo=float(ci[1]), vs_ref_hi=float(ci[2]), vs_ref_paired=paired is not None)
     return table, deltas, trends, warnings
 
 
@@ -183,50 +223,76 @@ def _interval(lo: float | None, hi: float | None) -> str:
 
 
 def delta_markdown(deltas: Sequence[dict], trends: Sequence[dict]) -> str:
-    head = ["variant", "budget (tokens)", "steps", "seeds", "Δ val/loss", "Welch 95% CI", "paired 95% CI",
-            "trend at budget"]
+    mixed = len({d["ladder_setting"] for d in deltas}) > 1
+    head = (["setting"] if mixed else []) + ["variant", "budget (tokens)", "steps", "seeds", "Δ val/loss",
+                                             "Welch 95% CI", "paired 95% CI", "trend at budget"]
+    if mixed:
+        head += ["Δ − setting 1's Δ [95% CI]"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for d in deltas:
         t = next((t for t in trends if t["variant"] == d["variant"] and t["ladder_setting"] == d["ladder_setting"]),
                  None)
         fitted = t["intercept"] + t["slope_per_decade"] * math.log10(d["budget_tokens"]) if t else None
-        lines.append("| " + " | ".join([
+        cells = ([f"{d['ladder_setting']}: {d['setting_label']}"] if mixed else []) + [
             d["variant"], f"{tokens_label(d['budget_tokens'])} ({d['budget_tokens']:,})", str(d["steps"]), str(d["n"]),
             f"{d['delta']:+.4f}", _interval(d["delta_lo"], d["delta_hi"]), _interval(d["paired_lo"], d["paired_hi"]),
-            "—" if fitted is None else f"{fitted:+.4f}"]) + " |")
+            "—" if fitted is None else f"{fitted:+.4f}"]
+        if mixed:
+            cells.append("—" if d["vs_ref"] is None else f"{d['vs_ref']:+.4f} " + _interval(d["vs_ref_lo"], d["vs_ref_hi"])
+                         + ("" if d["vs_ref_paired"] in (None, True) else " (Welch)"))
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def trend_lines(trends: Sequence[dict]) -> list[str]:
     out = []
+    mixed = len({t["ladder_setting"] for t in trends}) > 1
     for t in trends:
         slope = f"slope {t['slope_per_decade']:+.4f} nats per 10× tokens"
         if t["slope_lo"] is not None:
             slope += f" [95% {t['slope_lo']:+.4f}, {t['slope_hi']:+.4f}]"
-        out.append(f"- {t['variant']} − {t['baseline']}: Δ ≈ {t['intercept']:+.4f} {t['slope_per_decade']:+.4f}·"
+        where = f"setting {t['ladder_setting']} ({t['setting_label']}): " if mixed else ""
+        out.append(f"- {where}{t['variant']} − {t['baseline']}: Δ ≈ {t['intercept']:+.4f} {t['slope_per_decade']:+.4f}·"
                    f"log10(tokens), {slope}; {t['budgets']} budgets, each of {t['seeds']} seed(s) fitted on its own; "
                    f"{t['verdict']}. " + CAVEAT.format(lo=tokens_label(t["tokens_lo"]), hi=tokens_label(t["tokens_hi"])))
     return out
 
 
-def report_text(table: Sequence[dict], deltas: Sequence[dict], trends: Sequence[dict], warnings: Sequence[str],
-                problems: Sequence[Run]) -> str:
+def set_sections(table: Sequence[dict], deltas: Sequence[dict], trends: Sequence[dict],
+                 val_set: str | None = None) -> list[str]:
+    """The Markdown of one held-out set: a variant table per (setting, budget), the Δ table, the trend lines."""
     parts = []
+    prefix = f"{val_set}: " if val_set else ""
+    val = f"val/{val_set}" if val_set else "val"
+    mixed = len({r["ladder_setting"] for r in table}) > 1
     for si in sorted({r["ladder_setting"] for r in table}):
         for tokens in sorted({r["budget_tokens"] for r in table if r["ladder_setting"] == si}):
             rows = [r for r in table if r["ladder_setting"] == si and r["budget_tokens"] == tokens]
-            setting = f"ladder setting {si}, " if len({r['ladder_setting'] for r in table}) > 1 else ""
-            parts.append(f"## {setting}budget {tokens_label(tokens)} tokens ({tokens:,}; {rows[0]['steps']} steps)\n\n"
-                         + markdown_table(rows))
+            setting = f"ladder setting {si} ({rows[0]['setting_label']}), " if mixed else ""
+            parts.append(f"## {prefix}{setting}budget {tokens_label(tokens)} tokens ({tokens:,}; {rows[0]['steps']} "
+                         f"steps)\n\n" + markdown_table([{**r, "setting": si} for r in rows], val=val))
     if deltas:
-        parts.append("## Δ against the baseline by budget\n\n" + delta_markdown(deltas, trends))
+        parts.append(f"## {prefix}Δ against the baseline by budget\n\n" + delta_markdown(deltas, trends))
     if trends:
-        parts.append("## Trend of Δ against log10(budget)\n\n" + "\n".join(trend_lines(trends)))
+        parts.append(f"## {prefix}Trend of Δ against log10(budget)\n\n" + "\n".join(trend_lines(trends)))
+    return parts
+
+
+def report_text(table: Sequence[dict], deltas: Sequence[dict], trends: Sequence[dict], warnings: Sequence[str],
+                problems: Sequence[Run], extra: dict[str, tuple[list, list, list]] | None = None) -> str:
+    parts = set_sections(table, deltas, trends)
+    for name, (t, d, tr) in (extra or {}).items():
+        parts.append(f"# Held-out set `{name}` (data.extra_val.{name}: scored at the same points, not trained on)")
+        parts += set_sections(t, d, tr, name)
     parts.append("Each budget is a WSD cooldown branched from a constant-lr trunk, equal to a plain WSD run of that "
                  "length (ffn_zoo/training/ladder.py). Δ = mean val/loss − baseline's (nats/token); Welch = t interval "
                  "over seeds; paired = t interval of the per-seed differences; * = excludes 0. The trend is fitted to "
                  "each seed's paired Δ (a seed's budgets share a trunk, so they are not independent points) and "
                  "averaged over seeds; its crossing interval is where the 95% band of the line holds 0 (Fieller).")
+    if len({r["ladder_setting"] for r in table}) > 1:
+        parts.append("Settings are numbered in the order of the folders given; \"Δ − setting 1's Δ\" is how much a "
+                     "setting moves the gap at that budget, paired by seed (a seed fixes the data order in every "
+                     "setting), Welch where fewer than 2 seeds are shared.")
     if warnings:
         parts.append("\n".join(f"warning: {w}" for w in warnings))
     if problems:
@@ -237,7 +303,7 @@ def report_text(table: Sequence[dict], deltas: Sequence[dict], trends: Sequence[
 # ---------------------------------------------------------------------------------------------- the plot
 
 
-def plot_ladder(deltas: Sequence[dict], trends: Sequence[dict], path: Path) -> bool:
+def plot_ladder(deltas: Sequence[dict], trends: Sequence[dict], path: Path, val: str = "validation") -> bool:
     """Δ against the budget on a log axis: points with their 95% interval (paired, else Welch), the fitted trend
     dashed with its band over the fitted range only."""
     import matplotlib
@@ -255,7 +321,7 @@ def plot_ladder(deltas: Sequence[dict], trends: Sequence[dict], path: Path) -> b
         y = np.array([d["delta"] for d in ds])
         lo = np.array([d["paired_lo"] if d["paired_lo"] is not None else d["delta_lo"] for d in ds], dtype=float)
         hi = np.array([d["paired_hi"] if d["paired_hi"] is not None else d["delta_hi"] for d in ds], dtype=float)
-        label = variant if len({k[0] for k in keys}) == 1 else f"{variant} (setting {si})"
+        label = variant if len({k[0] for k in keys}) == 1 else f"{variant} ({si}: {ds[0]['setting_label']})"
         (line,) = ax.plot(x, y, "o-", color=f"C{i % 10}", label=f"{label} − {ds[0]['baseline']}")
         if np.isfinite(lo).all():
             ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15)
@@ -270,7 +336,7 @@ def plot_ladder(deltas: Sequence[dict], trends: Sequence[dict], path: Path) -> b
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("budget (training tokens, log scale)")
-    ax.set_ylabel(f"Δ validation loss vs {deltas[0]['baseline']} (nats/token; < 0 = better)")
+    ax.set_ylabel(f"Δ {val} loss vs {deltas[0]['baseline']} (nats/token; < 0 = better)")
     ax.set_title("Δ by budget (band: 95% paired interval); dashed: trend fitted per seed, with its 95% band.\n"
                  "The trend holds over the fitted budgets only.", fontsize=9)
     _save(fig, ax, path)
@@ -281,26 +347,36 @@ def plot_ladder(deltas: Sequence[dict], trends: Sequence[dict], path: Path) -> b
 
 
 def compare_ladders(runs: Sequence[Run], out: Path, baseline: str) -> dict[str, Any]:
-    """Write ladder.md, ladder_budgets.csv, ladder_delta.csv, ladder_trend.csv, ladder.json and ladder_delta.png."""
+    """Write ladder.md, ladder_budgets.csv, ladder_delta.csv, ladder_trend.csv, ladder.json and ladder_delta.png,
+    and the same three CSVs and plot per extra held-out set (``..._<name>.csv``, ``ladder_delta_<name>.png``)."""
     branches = [r for r in runs if r.status == "ok" and r.metrics.get("ladder_role") == "branch"]
     problems = [r for r in runs if r.status != "ok"]
     others = [r for r in runs if r.status == "ok" and r.metrics.get("ladder_role") is None]
     table, deltas, trends, warnings = ladder_rows(branches, baseline)
+    extra_names = sorted({n for r in branches for n in r.metrics.get("extra_val") or []})
+    extra = {n: ladder_rows(branches, baseline, val_set=n)[:3] for n in extra_names}
     if others:
         warnings.append(f"{len(others)} run(s) outside any ladder left out (compare them on their own): "
                         + ", ".join(str(r.path) for r in others))
     out.mkdir(parents=True, exist_ok=True)
-    text = report_text(table, deltas, trends, warnings, problems)
+    text = report_text(table, deltas, trends, warnings, problems, extra)
     (out / "ladder.md").write_text(text)
-    write_csv(table, out / "ladder_budgets.csv")
-    write_csv(deltas, out / "ladder_delta.csv")
-    write_csv([{k: v for k, v in t.items() if k not in ("cov", "t")} for t in trends], out / "ladder_trend.csv")
-    report = {"budget_rows": table, "delta_rows": deltas, "trends": trends, "warnings": warnings,
+    written = ["ladder.md"]
+    pngs = []
+    for name, (t, d, tr) in {None: (table, deltas, trends), **extra}.items():
+        suffix = f"_{name}" if name else ""
+        write_csv(t, out / f"ladder_budgets{suffix}.csv")
+        write_csv([{k: v for k, v in r.items() if k != "per_seed"} for r in d], out / f"ladder_delta{suffix}.csv")
+        write_csv([{k: v for k, v in r.items() if k not in ("cov", "t")} for r in tr], out / f"ladder_trend{suffix}.csv")
+        written += [f"ladder_budgets{suffix}.csv", f"ladder_delta{suffix}.csv", f"ladder_trend{suffix}.csv"]
+        if plot_ladder(d, tr, out / f"ladder_delta{suffix}.png", val=f"val/{name}" if name else "validation"):
+            pngs.append(out / f"ladder_delta{suffix}.png")
+    report = {"budget_rows": table, "delta_rows": deltas, "trends": trends,
+              "extra_val": {n: {"budget_rows": t, "delta_rows": d, "trends": tr} for n, (t, d, tr) in extra.items()},
+              "warnings": warnings,
               "problems": [{"path": str(r.path), "status": r.status, "error": r.error} for r in problems],
               "caveat": CAVEAT.format(lo="the smallest", hi="the largest budget")}
     (out / "ladder.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-    pngs = [out / "ladder_delta.png"] if plot_ladder(deltas, trends, out / "ladder_delta.png") else []
     print(text, end="")
-    print(f"wrote {out}/ladder.md, ladder_budgets.csv, ladder_delta.csv, ladder_trend.csv, ladder.json"
-          + "".join(f", {p.name}" for p in pngs))
+    print(f"wrote {out}/" + ", ".join(written + ["ladder.json"] + [p.name for p in pngs]))
     return report

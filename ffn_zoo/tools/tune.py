@@ -291,9 +291,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_args(args)
         if args.baseline not in variants:
             raise ConfigError(f"--baseline={args.baseline!r} is not among --variants ({', '.join(variants)})")
+        composed = compose_all([args.overrides])[0]
+        if composed.get("ladder.budgets") is not None:
+            raise ConfigError(
+                f"ladder.budgets={composed['ladder.budgets']}: the tool tunes and seeds plain runs, not ladders; add "
+                f"ladder.budgets=null trainer.max_steps=<budget in steps> (one command per budget: a ladder branch "
+                f"equals the plain optim.schedule=wsd run of its length, so the results compare with its branches)")
         args.out.mkdir(parents=True, exist_ok=True)
         runs = Runs(args.out)
-        shared = None if args.no_shared else (args.shared_lr or compose_all([args.overrides])[0]["optim.lr"])
+        shared = None if args.no_shared else (args.shared_lr or composed["optim.lr"])
 
         tuning = tune(runs, args, variants, grid)
         own = {v: r["best_lr"] for v, r in tuning["variants"].items()}

@@ -28,7 +28,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from ffn_zoo.errors import FFNZooError
-from ffn_zoo.training.runs import CKPT_DIR, find_last, fixed_run_dir, overrides_name
+from ffn_zoo.training.runs import CKPT_DIR, fixed_run_dir, resolve_last
 
 # settings a resumed run must share with its checkpoint: the network, the corpus and the data order
 MUST_MATCH = ("model", "ffn", "data", "seed")
@@ -282,18 +282,12 @@ def resolve_ckpt_path(cfg: DictConfig, run_dir: Path) -> Path | None:
     if value is None or value == "":
         return None
     if str(value) == "last":
-        own = run_dir / CKPT_DIR / "last.ckpt"
-        if own.is_file():  # this folder ran before: a requeued job, or the same command with a fixed hydra.run.dir
-            return own
-        if fixed_run_dir():
-            return None  # a job that owns its folder, on its first attempt: nothing to resume yet
-        name = overrides_name()
-        path = find_last(Path(cfg.log_dir), name, exclude=run_dir)
-        if path is None:
+        try:
+            return resolve_last(run_dir, Path(cfg.log_dir))
+        except LookupError as e:
             raise CheckpointError(
-                f"ckpt_path=last: no run under {cfg.log_dir} with the overrides '{name}' has {CKPT_DIR}/last.ckpt; "
-                f"pass ckpt_path=<run folder or .ckpt file>, or drop ckpt_path to start afresh")
-        return path
+                f"ckpt_path=last: no run under {cfg.log_dir} with the overrides '{e}' has {CKPT_DIR}/last.ckpt; "
+                f"pass ckpt_path=<run folder or .ckpt file>, or drop ckpt_path to start afresh") from None
     path = Path(str(value)).expanduser()
     if path.is_dir():
         for candidate in (path / CKPT_DIR / "last.ckpt", path / "last.ckpt"):

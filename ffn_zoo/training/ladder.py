@@ -47,7 +47,7 @@ from ffn_zoo.errors import ConfigError
 from ffn_zoo.training.checkpoint import (MUST_MATCH, CheckpointError, Checkpointing, _first_difference,
                                          load_checkpoint)
 from ffn_zoo.training.optim import decay_steps_of, warmup_steps_of
-from ffn_zoo.training.runs import CKPT_DIR, find_last, fixed_run_dir, overrides_name
+from ffn_zoo.training.runs import CKPT_DIR, resolve_last
 
 MANIFEST = "ladder.json"
 TRUNK = "trunk"
@@ -236,14 +236,12 @@ def ladder_root(cfg: DictConfig, run_dir: Path) -> Path:
     if value is None or value == "":
         return run_dir
     if str(value) == "last":
-        if (run_dir / MANIFEST).is_file() or fixed_run_dir():  # a requeued job's own folder: continue or start it
-            return run_dir
-        name = overrides_name()
-        found = find_last(Path(cfg.log_dir), name, exclude=run_dir, marker=MANIFEST)
-        if found is None:
-            raise CheckpointError(f"ckpt_path=last: no ladder under {cfg.log_dir} with the overrides '{name}' "
-                                  f"(no {MANIFEST}); drop ckpt_path to start afresh")
-        return found.parent
+        try:
+            found = resolve_last(run_dir, Path(cfg.log_dir), marker=MANIFEST)
+        except LookupError as e:
+            raise CheckpointError(f"ckpt_path=last: no ladder under {cfg.log_dir} with the overrides '{e}' "
+                                  f"(no {MANIFEST}); drop ckpt_path to start afresh") from None
+        return run_dir if found is None else found.parent
     path = Path(str(value)).expanduser().resolve()
     root = next((p for p in [path, *path.parents] if (p / MANIFEST).is_file()), None)
     if root is None:

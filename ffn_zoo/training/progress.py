@@ -14,16 +14,19 @@ from typing import Any
 
 import lightning as L
 
-TIP_PREFIX = "💡 Tip"  # Lightning's advertisements (litlogger, litmodels), one per run
+# Lightning's rank-zero lines that say nothing the start-up banner does not: its advertisements (litlogger,
+# litmodels), the accelerator inventory (the banner's `device` line says what is used) and the normal end of fit
+# (metrics.json says how a run ended). Everything else it logs (warnings, other info) still prints.
+DROPPED_PREFIXES = ("💡 Tip", "GPU available:", "TPU available:", "HPU available:", "`Trainer.fit` stopped: `max_steps=")
 
 
 class _DropTips(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(TIP_PREFIX)
+        return not str(record.msg).startswith(DROPPED_PREFIXES)
 
 
 def quiet_lightning() -> None:
-    """Drop Lightning's "💡 Tip" lines (they are logged through its rank-zero logger)."""
+    """Drop Lightning's rank-zero lines in DROPPED_PREFIXES (Tips, accelerator inventory, the normal end of fit)."""
     log = logging.getLogger("lightning.pytorch.utilities.rank_zero")
     if not any(isinstance(f, _DropTips) for f in log.filters):
         log.addFilter(_DropTips())

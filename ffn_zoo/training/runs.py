@@ -95,6 +95,27 @@ def find_last(log_dir: Path, name: str, exclude: Path | None = None, marker: str
     return max(found, key=lambda p: p.stat().st_mtime) if found else None
 
 
+def resolve_last(run_dir: Path, log_dir: Path, marker: str = f"{CKPT_DIR}/last.ckpt") -> Path | None:
+    """``ckpt_path=last``, the requeue rule, for a run (``marker`` its last.ckpt) and a ladder (its ladder.json):
+
+    1. this run folder's own ``marker``, when it has one (a requeued job, or the same command in a fixed folder);
+    2. else, when the command fixes the folder, None: the job's first attempt, to start afresh there;
+    3. else the newest ``marker`` under ``log_dir`` of a run with the same overrides.
+
+    Raises LookupError (the overrides looked for) when rule 3 finds nothing; the caller words the error.
+    """
+    own = run_dir / marker
+    if own.is_file():
+        return own
+    if fixed_run_dir():
+        return None
+    name = overrides_name()
+    found = find_last(log_dir, name, exclude=run_dir, marker=marker)
+    if found is None:
+        raise LookupError(name)
+    return found
+
+
 def flatten_dict(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``: the dotted keys a run's config is logged (HParams) and compared by."""
     out: dict[str, Any] = {}

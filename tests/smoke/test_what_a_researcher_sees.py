@@ -59,6 +59,7 @@ def test_log_of_a_non_interactive_run(tmp_path: Path) -> None:
     lines = [m.group(1) for m in map(LINE.match, proc.stdout.splitlines()) if m]
     assert lines == ["20", "40"], proc.stdout[-2000:]  # one line per validation
     assert "Tip" not in out and "Validation DataLoader" not in out and "\r" not in out and "it/s" not in out
+    assert "GPU available" not in out and "Trainer.fit` stopped" not in out  # the banner and metrics.json say it
 
 
 def test_two_loggers_same_names(tmp_path: Path) -> None:

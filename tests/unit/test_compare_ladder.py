@@ -24,22 +24,26 @@ def baseline_loss(seed: int, tokens: int) -> float:
     return 4.0 - 0.3 * math.log10(tokens) + 0.01 * seed
 
 
-def branch(root: Path, ffn: str, seed: int, tokens: int, loss: float) -> None:
-    """A ladder's branch folder as training/ladder.py writes it: .hydra/config.yaml and metrics.json."""
+def branch(root: Path, ffn: str, seed: int, tokens: int, loss: float, extra: dict[str, float] | None = None,
+           init: str = "gpt2") -> None:
+    """A ladder's branch folder as training/ladder.py writes it: .hydra/config.yaml and metrics.json; ``extra``:
+    losses on data.extra_val sets."""
     folder = root / f"ffn={ffn},seed={seed}" / f"budget={tokens}"
     (folder / ".hydra").mkdir(parents=True)
     cfg = {"seed": seed, "ffn": {"name": ffn, "gated": ffn != "gelu", "activation": "gelu"},
-           "model": {"name": "mini"}, "data": {"name": "toy", "batch_size": 10, "seq_len": 100},
+           "model": {"name": "mini", "init": init}, "data": {"name": "toy", "batch_size": 10, "seq_len": 100},
            "optim": {"name": "adamw", "schedule": "wsd", "warmup": 5}, "ladder": {"budgets": None},
            "trainer": {"max_steps": tokens // 1000}, "ckpt_path": "somewhere/branch-step=1.ckpt"}
     OmegaConf.save(OmegaConf.create(cfg), folder / ".hydra" / "config.yaml")
     (folder / "metrics.json").write_text(json.dumps({
         "status": "ok", "ffn": ffn, "gated": ffn != "gelu", "val_loss": loss, "val_ppl": math.exp(loss), "seed": seed,
-        "steps": tokens // 1000, "tokens_seen": tokens, "ladder_role": "branch", "ladder_budget_tokens": tokens}))
+        "steps": tokens // 1000, "tokens_seen": tokens, "ladder_role": "branch", "ladder_budget_tokens": tokens,
+        "extra_val": sorted(extra or {}), **{f"val_{n}_loss": v for n, v in (extra or {}).items()}}))
 
 
-def ladder_sweep(root: Path, delta) -> Path:
-    """gelu and geglu ladders for every seed; geglu − gelu = delta(seed, x) at x = log10(tokens)."""
+def ladder_sweep(root: Path, delta, extra=None, init: str = "gpt2") -> Path:
+    """gelu and geglu ladders for every seed; geglu − gelu = delta(seed, x) at x = log10(tokens); ``extra(seed, x,
+    ffn)`` -> {set: loss} adds extra held-out sets."""
     for seed in SEEDS:
         for ffn in ("gelu", "geglu"):
             job = root / f"ffn={ffn},seed={seed}"
@@ -51,7 +55,8 @@ def ladder_sweep(root: Path, delta) -> Path:
                 {"status": "ok", "ladder_role": "trunk", "ffn": ffn, "val_loss": 9.0, "seed": seed}))
             for t in BUDGETS:
                 d = delta(seed, math.log10(t)) if ffn == "geglu" else 0.0
-                branch(root, ffn, seed, t, baseline_loss(seed, t) + d)
+                branch(root, ffn, seed, t, baseline_loss(seed, t) + d,
+                       extra(seed, math.log10(t), ffn) if extra else None, init)
     return root
 
 
@@ -133,3 +138,48 @@ def test_an_unresolved_slope_leaves_the_crossing_unbounded() -> None:
     noisy = {0: {10**5: 0.1, 10**7: -0.1}, 1: {10**5: -0.1, 10**7: 0.12}}  # slopes −0.1 and +0.11
     t = LA.fit_trend(noisy)
     assert t["slope_lo"] < 0 < t["slope_hi"] and t["crossing_lo"] is None and t["crossing_hi"] is None
+
+
+def test_an_extra_held_out_set_gets_its_own_delta_and_trend(tmp_path: Path) -> None:
+    """data.extra_val sets (C4 beside Wikipedia) are laddered too: their own Δ per budget, trend and files, from
+    their own losses (here Δ_c4 = 2·Δ_main + 0.01), while the main set's numbers stay those of val_loss."""
+    main = lambda s, x: A + U[s] + (B + V[s]) * x  # noqa: E731
+    c4 = lambda s, x, ffn: {"c4": 5.0 + (2 * main(s, x) + 0.01 if ffn == "geglu" else 0.0) + 0.001 * s}  # noqa: E731
+    ladder_sweep(tmp_path / "sweep", main, extra=c4)
+    report = compare([tmp_path / "sweep"], layout=False)
+    assert [r["delta"] for r in report["delta_rows"]] == pytest.approx([A + B * x for x in (5, 6, 7)], abs=1e-12)
+    c4r = report["extra_val"]["c4"]
+    assert [r["delta"] for r in c4r["delta_rows"]] == pytest.approx([2 * (A + B * x) + 0.01 for x in (5, 6, 7)],
+                                                                     abs=1e-12)
+    (t,) = c4r["trends"]
+    assert t["slope_per_decade"] == pytest.approx(2 * B, abs=1e-12)
+    out = tmp_path / "sweep" / "compare"
+    for name in ("ladder_budgets_c4.csv", "ladder_delta_c4.csv", "ladder_trend_c4.csv", "ladder_delta_c4.png"):
+        assert (out / name).is_file(), name
+    text = (out / "ladder.md").read_text()
+    assert "# Held-out set `c4`" in text and "## c4: Δ against the baseline by budget" in text
+    assert "## c4: budget 1M tokens (1,000,000; 1000 steps)" in text
+
+
+def test_settings_are_named_and_their_change_of_the_gap_has_an_interval(tmp_path: Path) -> None:
+    """Two recipes (model.init) in two folders: each setting labelled by the key that differs, never pooled, and
+    each Δ of setting 2 carries its change against setting 1's with the paired interval computed by hand."""
+    base = lambda s, x: A + U[s] + (B + V[s]) * x  # noqa: E731
+    shift = [0.02, 0.03, 0.01]  # per seed: the second recipe moves the gap by −0.02 on average
+    ladder_sweep(tmp_path / "gpt2", base)
+    ladder_sweep(tmp_path / "fan_in", lambda s, x: base(s, x) - shift[s], init="fan_in")
+    report = compare([tmp_path / "gpt2", tmp_path / "fan_in"], out=tmp_path / "cmp", layout=False)
+    rows = report["delta_rows"]
+    assert [(r["ladder_setting"], r["setting_label"]) for r in rows] == \
+        [(1, "model.init=gpt2")] * 3 + [(2, "model.init=fan_in")] * 3
+    assert all(r["vs_ref"] is None for r in rows[:3])
+    half = stats.t.ppf(0.975, 2) * np.std(shift, ddof=1) / math.sqrt(3)
+    for r in rows[3:]:
+        assert r["vs_ref"] == pytest.approx(-np.mean(shift), abs=1e-12) and r["vs_ref_paired"] is True
+        assert (r["vs_ref_lo"], r["vs_ref_hi"]) == pytest.approx((-np.mean(shift) - half, -np.mean(shift) + half),
+                                                                 abs=1e-12)
+    assert [t["setting_label"] for t in report["trends"]] == ["model.init=gpt2", "model.init=fan_in"]
+    text = (tmp_path / "cmp" / "ladder.md").read_text()
+    assert "| 2: model.init=fan_in | geglu | 1M (1,000,000) |" in text
+    assert "## ladder setting 2 (model.init=fan_in), budget 100k tokens" in text
+    assert "- setting 2 (model.init=fan_in): geglu − gelu" in text

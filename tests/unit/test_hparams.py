@@ -82,3 +82,18 @@ def test_validation_line(tokens_per_s: float, text: str) -> None:
     assert line == f"step 120/240  val/loss 6.31  val/ppl 552  {text}  ETA 2m"
     assert validation_line(240, 240, {"val/loss": 1.5, "val/ppl": 4.48}, None, 30.0, 240).endswith(
         "val/ppl 4.48  took 30s")
+
+
+def test_lightning_lines_the_banner_already_says_are_dropped_and_the_rest_kept() -> None:
+    import logging
+
+    from ffn_zoo.training.progress import _DropTips
+
+    keep = _DropTips().filter
+    record = lambda msg: logging.LogRecord("lightning", logging.INFO, __file__, 1, msg, None, None)  # noqa: E731
+    for msg in ("💡 Tip: For seamless cloud uploads", "GPU available: False, used: False",
+                "TPU available: False, using: 0 TPU cores", "`Trainer.fit` stopped: `max_steps=40` reached."):
+        assert not keep(record(msg)), msg
+    for msg in ("`Trainer.fit` stopped: `max_epochs=1` reached.", "Restoring states from the checkpoint path",
+                "The number of training batches (4) is smaller than the logging interval"):
+        assert keep(record(msg)), msg

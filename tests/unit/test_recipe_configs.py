@@ -20,6 +20,7 @@ BEFORE = {
     # added since, pinned the same way: the GLU-gap study's presets (experiments/glu_variants)
     "glu_wikipedia_cpu": {**ADAMW, "warmup": 0.2},
     "glu_ladder_cpu": {**ADAMW, "warmup": 48, "schedule": "wsd"},
+    "glu_recipe_cpu": {**ADAMW, "warmup": 48, "schedule": "wsd"},
 }
 
 
@@ -49,3 +50,32 @@ def test_startup_line_says_the_effective_optimizer() -> None:
     line = describe_optim(t5.optim, t5.trainer.max_steps)
     assert line.startswith("optim    adafactor, relative step lr 0.01") and "inverse_sqrt: held 10000 steps" in line
     assert line.endswith("grad clip off") and "\n" not in line
+
+
+def test_the_recipe_ladder_shares_the_headline_ladders_default_branches() -> None:
+    """experiment=glu_recipe_cpu reuses glu_ladder_cpu's 0.25 Mi and 1 Mi branches as its default recipe: the plain
+    WSD run each of those branches equals must be the same run in both presets (and the factors change it)."""
+    from omegaconf import OmegaConf
+
+    from ffn_zoo.analysis.compare.runs import experiment_key, flatten
+    from ffn_zoo.training.ladder import _with, piece_changes, plan_of
+
+    def branches(overrides: list[str]) -> dict[int, tuple]:
+        cfg = compose(overrides)
+        plan = plan_of(cfg)
+        return {r.tokens: experiment_key(flatten(OmegaConf.to_container(
+            _with(cfg, piece_changes(plan, r, None)), resolve=True))) for r in plan.rungs}
+
+    headline, recipe = branches(["experiment=glu_ladder_cpu"]), branches(["experiment=glu_recipe_cpu"])
+    assert sorted(recipe) == [2**18, 2**20]
+    assert all(recipe[t] == headline[t] for t in recipe)
+    fan_in = branches(["experiment=glu_recipe_cpu", "model.init=fan_in"])
+    assert all(fan_in[t] != headline[t] for t in fan_in)
+
+
+def test_adafactor_on_the_ladder_is_t5s_adafactor_with_a_cooldown() -> None:
+    o = compose(["experiment=glu_recipe_cpu", "optim=adafactor_wsd_cpu"]).optim
+    t5 = compose(["optim=adafactor"]).optim
+    assert (o.name, o.lr, o.schedule, o.warmup, o.grad_clip) == ("adafactor", 1e-2, "wsd", 0, None)
+    assert {k: v for k, v in o.items() if k not in ("schedule", "warmup")} == \
+        {k: v for k, v in t5.items() if k not in ("schedule", "warmup")}

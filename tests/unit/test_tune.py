@@ -28,6 +28,8 @@ REQUIRED = ["--variants", "gelu,swiglu", "--tune-steps", "20", "--out"]
     (["--lrs", "1e-3,2e-3", "optim.lr=1e-3"], "override 'optim.lr=1e-3': optim.lr is set by the tool"),
     (["--lrs", "1e-3,2e-3", "--shared-lr", "0"], "--shared-lr must be > 0"),
     (["--lrs", "1e-3,2e-3", "--baseline", "relu"], "--baseline='relu' is not among --variants"),
+    (["--lrs", "1e-3,2e-3", "experiment=glu_recipe_cpu"], "the tool tunes and seeds plain runs, not ladders; add "
+                                                          "ladder.budgets=null trainer.max_steps=<budget in steps>"),
 ])
 def test_bad_input_is_one_line(args: list[str], message: str, tmp_path: Path, capsys) -> None:
     assert main([*REQUIRED, str(tmp_path / "out"), *args]) == 1

@@ -77,7 +77,8 @@ def is_ladder_root(path: Path) -> bool:
 
 
 def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
-    """Each path is a run folder or a folder holding run folders at any depth (a sweep, logs/)."""
+    """Each path is a run folder or a folder holding run folders at any depth (a sweep, logs/); in the order the
+    paths are given (sorted within each), each folder once."""
     found: list[Path] = []
     for p in map(Path, paths):
         if not p.exists():
@@ -87,7 +88,7 @@ def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
             continue
         found += sorted({c.parent.parent for c in p.rglob(".hydra/config.yaml")} |
                         {c.parent for c in p.rglob("metrics.json")})
-    unique = sorted(set(found))
+    unique = list(dict.fromkeys(found))
     if not unique:
         raise DataError(f"no run folders (with metrics.json or .hydra/config.yaml) under {', '.join(map(str, paths))}")
     return unique
