@@ -7,6 +7,10 @@ are not independent points of one regression; each seed's paired Δ(B) = loss(va
 by least squares on x = log10(tokens), and the seeds, independent of each other, give the mean line with a t
 interval (df = seeds − 1). The crossing's interval is Fieller's: the budgets where the line's 95% band holds 0.
 A trend fitted over a range of budgets is no promise outside it; the output says so.
+
+Every extra held-out set (data.extra_val) gets the same tables and trend. Ladders of different recipes are never
+pooled: each setting is named by the keys in which they differ, and its Δ at each budget is set against setting 1's
+(the first folder given), paired by seed, which is how much that recipe moves the gap.
 """
 
 from __future__ import annotations
