@@ -242,8 +242,13 @@ def delta_markdown(deltas: Sequence[dict], trends: Sequence[dict]) -> str:
             f"{d['delta']:+.4f}", _interval(d["delta_lo"], d["delta_hi"]), _interval(d["paired_lo"], d["paired_hi"]),
             "—" if fitted is None else f"{fitted:+.4f}"]
         if mixed:
-            cells.append("—" if d["vs_ref"] is None else f"{d['vs_ref']:+.4f} " + _interval(d["vs_ref_lo"], d["vs_ref_hi"])
-                         + ("" if d["vs_ref_paired"] in (None, True) else " (Welch)"))
+            if d["vs_ref"] is None:
+                cells.append("—")
+            elif d["vs_ref_lo"] is None:
+                cells.append(f"{d['vs_ref']:+.4f} (no interval: < 2 seeds)")
+            else:
+                cells.append(f"{d['vs_ref']:+.4f} " + _interval(d["vs_ref_lo"], d["vs_ref_hi"])
+                             + ("" if d["vs_ref_paired"] else " (Welch)"))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
