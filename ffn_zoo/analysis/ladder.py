@@ -215,8 +215,7 @@ def ladder_rows(branches: Sequence[Run], baseline: str,
             continue
         d["vs_ref"] = d["delta"] - ref["delta"]
         paired = paired_interval(d["per_seed"], ref["per_seed"])
-        welch = welch_interval(list(d["per_seed"].values()), list(ref["per_seed"].values()))
-        ci = paired or welch
+        ci = paired or welch_interval(list(d["per_seed"].values()), list(ref["per_seed"].values()))
         if ci is not None:
             d.update(vs_ref_lo=float(ci[1]), vs_ref_hi=float(ci[2]), vs_ref_paired=paired is not None)
     return table, deltas, trends, warnings

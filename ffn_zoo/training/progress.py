@@ -20,7 +20,7 @@ import lightning as L
 DROPPED_PREFIXES = ("💡 Tip", "GPU available:", "TPU available:", "HPU available:", "`Trainer.fit` stopped: `max_steps=")
 
 
-class _DropTips(logging.Filter):
+class _DropRedundant(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith(DROPPED_PREFIXES)
 
@@ -28,8 +28,8 @@ class _DropTips(logging.Filter):
 def quiet_lightning() -> None:
     """Drop Lightning's rank-zero lines in DROPPED_PREFIXES (Tips, accelerator inventory, the normal end of fit)."""
     log = logging.getLogger("lightning.pytorch.utilities.rank_zero")
-    if not any(isinstance(f, _DropTips) for f in log.filters):
-        log.addFilter(_DropTips())
+    if not any(isinstance(f, _DropRedundant) for f in log.filters):
+        log.addFilter(_DropRedundant())
 
 
 def interactive() -> bool:

@@ -87,9 +87,9 @@ def test_validation_line(tokens_per_s: float, text: str) -> None:
 def test_lightning_lines_the_banner_already_says_are_dropped_and_the_rest_kept() -> None:
     import logging
 
-    from ffn_zoo.training.progress import _DropTips
+    from ffn_zoo.training.progress import _DropRedundant
 
-    keep = _DropTips().filter
+    keep = _DropRedundant().filter
     record = lambda msg: logging.LogRecord("lightning", logging.INFO, __file__, 1, msg, None, None)  # noqa: E731
     for msg in ("💡 Tip: For seamless cloud uploads", "GPU available: False, used: False",
                 "TPU available: False, using: 0 TPU cores", "`Trainer.fit` stopped: `max_steps=40` reached."):
