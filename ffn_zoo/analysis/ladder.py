@@ -137,12 +137,15 @@ def _setting_key(run: Run) -> tuple:
 
 def setting_labels(settings: Sequence[tuple]) -> list[str]:
     """Each setting named by the keys in which the settings differ (``model.init=fan_in, optim.name=adafactor``);
-    one setting gets an empty label."""
+    one setting gets an empty label. A key null in some setting (``optim.betas`` beside Adafactor) is another
+    component's option, not a choice: it is left out of the labels unless nothing else tells them apart."""
     if len(settings) < 2:
         return [""] * len(settings)
     dicts = [dict(s) for s in settings]
     differing = sorted({k for d in dicts for k in d if any(e.get(k) != d.get(k) for e in dicts)})
-    return [", ".join(f"{k}={d.get(k)}" for k in differing) for d in dicts]
+    chosen = [k for k in differing if all(d.get(k) is not None for d in dicts)]
+    keys = chosen if len({tuple(d.get(k) for k in chosen) for d in dicts}) == len(dicts) else differing
+    return [", ".join(f"{k}={d.get(k)}" for k in keys) for d in dicts]
 
 
 def _loss_key(val_set: str | None) -> str:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
+
+from ffn_zoo.atomic import atomic_write, atomic_write_bytes
 
 DEFAULT_ROOT = ".cache/ffn_zoo"  # relative to the working directory; .cache/ is git-ignored
 FORMAT_VERSION = 1  # bump when the packing or the cache layout changes
@@ -42,31 +43,8 @@ def file_identity(paths: Iterable[Path]) -> list[tuple[str, int, int]]:
     return out
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and an atomic rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _atomic_save_npy(path: Path, array: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, array)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda f: np.save(f, array))  # a name of its own: tests interrupt the cache here
 
 
 class TokenCache:
@@ -90,4 +68,4 @@ class TokenCache:
     def save(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
         for name, array in arrays.items():
             _atomic_save_npy(self.dir / f"{name}.npy", array)
-        atomic_write(self.dir / "meta.json", json.dumps(meta, indent=2).encode())  # last: marks it complete
+        atomic_write_bytes(self.dir / "meta.json", json.dumps(meta, indent=2).encode())  # last: marks it complete

@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-from ffn_zoo.data.cache import atomic_write, fingerprint
+from ffn_zoo.atomic import atomic_write_bytes
+from ffn_zoo.data.cache import fingerprint
 from ffn_zoo.errors import ConfigError, DataError, UnknownNameError, require_positive
 
 EOT = "<|endoftext|>"
@@ -137,7 +138,7 @@ def load_bpe(
           f"training documents (tokenizer.train_docs); cached in {path.parent}", file=sys.stderr, flush=True)
     texts = itertools.islice(train_texts(), limit)  # stops reading a stream after ``limit`` documents
     tok = train_bpe(texts, int(cfg["vocab_size"]), int(cfg.get("min_frequency") or 2))
-    atomic_write(path, tok.to_str().encode())
+    atomic_write_bytes(path, tok.to_str().encode())
     return HFTokenizer(tok, "bpe", EOT, byte_level=True)
 
 

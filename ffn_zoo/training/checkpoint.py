@@ -18,7 +18,7 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any
 
 import lightning as L
 from lightning.pytorch.plugins.io import TorchCheckpointIO
@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from ffn_zoo.atomic import atomic_write, atomic_write_bytes
 from ffn_zoo.errors import FFNZooError
 from ffn_zoo.training.runs import CKPT_DIR, fixed_run_dir, resolve_last
 
@@ -46,50 +47,9 @@ class CheckpointError(FFNZooError):
 # ---------------------------------------------------------------------------- writing
 
 
-def os_error(error: BaseException) -> OSError | None:
-    """The OSError in ``error``'s chain (``raise ... from``, or raised while handling), outermost first.
-
-    An OSError that names its file wins over one that does not: a write refused inside ``torch.save``
-    surfaces as a RuntimeError whose context is the nameless OSError of the file's ``write``.
-    """
-    found: list[OSError] = []
-    seen: set[int] = set()
-    e: BaseException | None = error
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if isinstance(e, OSError) and e.errno is not None:
-            found.append(e)
-        e = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
-    return next((f for f in found if f.filename), found[0] if found else None)
-
-
-def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
-    """``write(f)`` into a temporary file beside ``path``, fsync, then rename it over ``path``.
-
-    Readers see the old file or the new one, never half of one; the bytes are written once, in
-    the target folder. On any failure the temporary is removed, and an OSError (a full disk, a
-    quota, a read-only folder) is raised again naming ``path``.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())  # the bytes are on disk before the rename makes them "the" file
-        os.replace(tmp, path)  # atomic on POSIX
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)  # a failed write leaves only the previous file
-        refused = os_error(e) if isinstance(e, Exception) else None
-        if refused is None:
-            raise
-        raise OSError(refused.errno, refused.strerror, str(path)) from None  # torch hides it in a RuntimeError
-
-
 def write_json(path: Path, record: dict[str, Any]) -> None:
     """``metrics.json`` and other records, atomically: a full disk leaves the previous version, not half a file."""
-    text = (json.dumps(record, indent=2) + "\n").encode()
-    atomic_write(path, lambda f: f.write(text))
+    atomic_write_bytes(path, (json.dumps(record, indent=2) + "\n").encode())
 
 
 class DirectCheckpointIO(TorchCheckpointIO):

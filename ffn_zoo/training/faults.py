@@ -17,9 +17,10 @@ import lightning as L
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from ffn_zoo.training.checkpoint import (CheckpointError, Checkpointing, DirectCheckpointIO, TrainRNG, atomic_write,
-                                load_checkpoint, os_error, resolve_ckpt_path, resume_command, write_json)
+from ffn_zoo.atomic import atomic_write, os_error
 from ffn_zoo.errors import ConfigError, FFNZooError
+from ffn_zoo.training.checkpoint import (CheckpointError, Checkpointing, DirectCheckpointIO, TrainRNG, load_checkpoint,
+                                        resolve_ckpt_path, resume_command, write_json)
 from ffn_zoo.training.runs import CKPT_DIR
 
 NONFINITE_POLICIES = ("stop", "skip")

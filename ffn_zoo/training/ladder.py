@@ -25,13 +25,14 @@ Layout of ``<run>/`` (the Hydra job folder):
     metrics.json       the ladder's summary (ladder_role: ladder)
 A ladder stopped anywhere continues in its own folder when its command runs again with ``ckpt_path=last`` (or
 the resume command it printed): finished pieces are kept, a started piece resumes from its own last.ckpt.
+A finished ladder grows the same way, given larger budgets: its trunk continues from its last branch point (a
+mid-training state, like any resume point) and only the new cooldowns run (:func:`_added_rungs` says which can).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import shutil
 import time
@@ -43,6 +44,7 @@ from typing import Any, Callable, Mapping
 import lightning as L
 from omegaconf import DictConfig, OmegaConf
 
+from ffn_zoo.atomic import atomic_write, atomic_write_bytes
 from ffn_zoo.errors import ConfigError
 from ffn_zoo.training.checkpoint import (MUST_MATCH, CheckpointError, Checkpointing, _first_difference,
                                          load_checkpoint)
@@ -250,20 +252,73 @@ def ladder_root(cfg: DictConfig, run_dir: Path) -> Path:
     return root
 
 
-def _open(root: Path, plan: Plan, cfg: DictConfig) -> None:
-    """Write the plan, or check that the ladder being continued had this one and these settings."""
+def _open(root: Path, plan: Plan, cfg: DictConfig) -> list[str]:
+    """Write the plan, or check that the ladder being continued had these settings and this plan, or one this
+    plan extends; return the labels of the budgets it adds."""
     manifest = root / MANIFEST
     mine = {"plan": plan.as_dict(), "settings": _settings(cfg)}
     if not manifest.is_file():
         root.mkdir(parents=True, exist_ok=True)
-        manifest.write_text(json.dumps(mine, indent=2, default=str) + "\n")
-        return
+        atomic_write_bytes(manifest, (json.dumps(mine, indent=2, default=str) + "\n").encode())
+        return []
     saved, mine = json.loads(manifest.read_text()), json.loads(json.dumps(mine, default=str))
-    diff = (("ladder plan", saved["plan"], mine["plan"]) if saved["plan"] != mine["plan"] else
-            _first_difference(saved["settings"], mine["settings"], ""))  # data.cache_dir and the like may differ
+    diff = _first_difference(saved["settings"], mine["settings"], "")  # data.cache_dir and the like may differ
     if diff:
         raise CheckpointError(f"ckpt_path: the ladder in {root} has {diff[0]}={diff[1]} but this command has "
                               f"{diff[0]}={diff[2]}; continue it with its own settings")
+    if saved["plan"] == mine["plan"]:
+        return []
+    added = _added_rungs(saved["plan"], mine["plan"], root)
+    atomic_write_bytes(manifest, (json.dumps(mine, indent=2) + "\n").encode())
+    return added
+
+
+def _added_rungs(saved: dict[str, Any], mine: dict[str, Any], root: Path) -> list[str]:
+    """A continued ladder may grow: it keeps every rung it has and adds budgets whose cooldowns start after its
+    trunk's end (the trunk continues from its last branch point; its state at earlier steps was not kept)."""
+    where = f"ckpt_path: the ladder in {root}"
+    for key, unit in (("warmup", "warm-up steps"), ("tokens_per_step", "tokens a step")):
+        if saved[key] != mine[key]:
+            raise CheckpointError(f"{where} has {saved[key]} {unit} but this command {mine[key]}; a ladder grows "
+                                  f"only with the same warm-up and batch (a warm-up fraction is of the smallest "
+                                  f"budget: keep that one)")
+    dropped = [r["label"] for r in saved["rungs"] if r not in mine["rungs"]]
+    if dropped:
+        raise CheckpointError(f"{where} has budgets {', '.join(r['label'] for r in saved['rungs'])}; this command's "
+                              f"ladder.budgets drops or changes {', '.join(dropped)}. A continued ladder keeps "
+                              f"every budget it has and may add larger ones")
+    end = max(r["branch_step"] for r in saved["rungs"])
+    added = [r for r in mine["rungs"] if r not in saved["rungs"]]
+    inside = [r for r in added if r["branch_step"] <= end]
+    if inside:
+        r = inside[0]
+        raise CheckpointError(f"{where} has its trunk trained to step {end}; budget {r['label']}'s cooldown would "
+                              f"start at step {r['branch_step']}, inside it, where no state was kept. Add only "
+                              f"budgets whose cooldown starts after step {end}, or run {r['label']} as a ladder "
+                              f"of its own")
+    return [r["label"] for r in added]
+
+
+def _steps_done(folder: Path) -> int:
+    return int(json.loads((folder / "metrics.json").read_text())["steps"])
+
+
+def _reopen_trunk(folder: Path, step: int) -> None:
+    """Continue a finished trunk: its state at its last branch point (kept mid-training, as any resume point)
+    becomes ``last.ckpt``, unless an extension already under way wrote a later one."""
+    last = folder / CKPT_DIR / "last.ckpt"
+    if last.is_file() and int(load_checkpoint(last)["global_step"]) > step:
+        return
+    point = folder / CKPT_DIR / f"branch-step={step}.ckpt"
+    if not point.is_file():
+        raise CheckpointError(f"ladder: {point} (the trunk's state at its end, step {step}) is missing, so the "
+                              f"trunk cannot be continued; start the larger ladder in a new folder")
+    _copy(point, last)
+
+
+def _copy(src: Path, dst: Path) -> None:
+    with open(src, "rb") as f:
+        atomic_write(dst, lambda out: shutil.copyfileobj(f, out))
 
 
 def _trunk(cfg: DictConfig, plan: Plan, root: Path, train_one: Callable[..., dict[str, Any]]) -> None:
@@ -275,8 +330,7 @@ def _trunk(cfg: DictConfig, plan: Plan, root: Path, train_one: Callable[..., dic
         step = int(load_checkpoint(resume)["global_step"])
         point = points.get(step)
         if point is not None and not point.is_file():  # stopped right at a branch point, before keeping it
-            shutil.copyfile(resume, point.with_name(f".{point.name}.tmp"))
-            os.replace(point.with_name(f".{point.name}.tmp"), point)
+            _copy(resume, point)
         print(f"ladder   trunk resumes at step {step}", flush=True)
     changes = piece_changes(plan, None, resume)
     trunk_cfg = _with(cfg, changes)
@@ -318,13 +372,18 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
     started = time.time()
     plan = plan_of(cfg)
     root = ladder_root(cfg, run_dir)
-    _open(root, plan, cfg)
+    added = _open(root, plan, cfg)
     for line in describe_plan(plan, cfg.optim):
         print(line, flush=True)
     if root != run_dir:
         print(f"ladder   continuing {root}", flush=True)
 
-    if not _finished(root / TRUNK):
+    trunk = root / TRUNK
+    if _finished(trunk) and _steps_done(trunk) < plan.trunk_steps:  # a ladder grown by larger budgets
+        print(f"ladder   adds budgets {', '.join(added) or '(none)'}: the trunk continues from step "
+              f"{_steps_done(trunk)} to {plan.trunk_steps}", flush=True)
+        _reopen_trunk(trunk, _steps_done(trunk))
+    if not _finished(trunk) or _steps_done(trunk) < plan.trunk_steps:
         _trunk(cfg, plan, root, train_one)
     for rung in plan.rungs:
         if _finished(root / rung.folder):

@@ -102,6 +102,26 @@ def test_killed_ladder_continues_where_it_stopped(ladder: Path, kill_at: int, ev
         assert_same_state(root / f"budget={label}/checkpoints/last.ckpt", ladder / f"budget={label}/checkpoints/last.ckpt")
 
 
+def test_a_grown_ladder_equals_the_ladder_planned_whole(ladder: Path, tmp_path: Path) -> None:
+    """budgets 5120, 10240 (trunk to step 16), then the same ladder given 20480 too: the trunk goes on from its
+    step-16 state and the new branch ends bitwise where the fixture's (planned whole) does; the rest is kept."""
+    changed = {"trainer.max_steps": "20", "ladder.budgets": "[5120,10240]"}
+    small = [a for a in LADDER if a.split("=", 1)[0] not in changed] + [f"{k}={v}" for k, v in changed.items()]
+    run_train(small, tmp_path)
+    root = only_run(tmp_path)
+    assert json.loads((root / "trunk/metrics.json").read_text())["steps"] == 16
+
+    grown = run_train([*LADDER, f'ckpt_path="{root}"'], tmp_path)  # the full plan, in the small ladder's folder
+    assert "ladder   adds budgets 20480: the trunk continues from step 16 to 32" in grown.stdout
+    assert "budget=5120 finished before; kept" in grown.stdout and "budget=10240 finished before; kept" in grown.stdout
+    assert only_run(tmp_path) == root
+    assert json.loads((root / "trunk/metrics.json").read_text())["steps"] == 32
+    assert json.loads((root / "ladder.json").read_text())["plan"] == json.loads((ladder / "ladder.json").read_text())["plan"]
+    for label in BUDGETS:
+        assert results(root / f"budget={label}") == results(ladder / f"budget={label}")
+        assert_same_state(root / f"budget={label}/checkpoints/last.ckpt", ladder / f"budget={label}/checkpoints/last.ckpt")
+
+
 def test_sweep_of_ladders_then_compare(tmp_path: Path) -> None:
     """In a -m sweep every job is a ladder; compare then tables each budget and fits Δ against it."""
     from ffn_zoo.analysis.compare import compare

@@ -183,3 +183,14 @@ def test_settings_are_named_and_their_change_of_the_gap_has_an_interval(tmp_path
     assert "| 2: model.init=fan_in | geglu | 1M (1,000,000) |" in text
     assert "## ladder setting 2 (model.init=fan_in), budget 100k tokens" in text
     assert "- setting 2 (model.init=fan_in): geglu − gelu" in text
+
+
+def test_setting_labels_name_the_choices_not_another_optimizers_options() -> None:
+    adamw = (("model.init", "gpt2"), ("optim.name", "adamw"), ("optim.lr", 0.001), ("optim.betas", (0.9, 0.95)),
+             ("optim.eps1", None))
+    adafactor = (("model.init", "fan_in"), ("optim.name", "adafactor"), ("optim.lr", 0.01), ("optim.betas", None),
+                 ("optim.eps1", 1e-30))
+    assert LA.setting_labels([adamw, adafactor]) == ["model.init=gpt2, optim.lr=0.001, optim.name=adamw",
+                                                  "model.init=fan_in, optim.lr=0.01, optim.name=adafactor"]
+    only_null = ((("a", 1), ("b", None)), (("a", 1), ("b", 2)))  # nothing else differs: the null key is the label
+    assert LA.setting_labels(list(only_null)) == ["b=None", "b=2"]

@@ -3,6 +3,7 @@ inputs or settings, and never left half-written."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -96,10 +97,25 @@ def test_interrupted_write_leaves_no_entry(tmp_path, monkeypatch):
         build_corpus(cfg(tmp_path))
     entries = list((tmp_path / "cache" / "tokens").iterdir())
     assert len(entries) == 1 and not (entries[0] / "meta.json").exists()  # incomplete: not used
-    assert not [p for p in entries[0].iterdir() if p.name.endswith(".tmp")]  # no temporary left behind
+    assert not [p for p in entries[0].iterdir() if p.name.startswith(".")]  # no temporary left behind
     monkeypatch.setattr(cache_mod, "_atomic_save_npy", real)
     corpus = build_corpus(cfg(tmp_path))  # rebuilt cleanly
     assert (entries[0] / "meta.json").exists() and corpus.train.shape[1] == 17
+
+
+def test_a_full_disk_while_caching_names_the_file_and_leaves_no_entry(tmp_path, monkeypatch):
+    real_save = np.save
+
+    def fills_up(f, array):
+        real_save(f, array[: len(array) // 2])  # half the array is on disk, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(np, "save", fills_up)
+    with pytest.raises(OSError, match=r"No space left on device: '.*\.npy'") as e:
+        build_corpus(cfg(tmp_path))
+    assert e.value.errno == errno.ENOSPC  # the cache's file, not the temporary, is named
+    entries = list((tmp_path / "cache" / "tokens").iterdir())
+    assert len(entries) == 1 and [p.name for p in entries[0].iterdir()] == []  # nothing half-written, no meta.json
 
 
 def test_cache_root_setting_env_default(tmp_path, monkeypatch):

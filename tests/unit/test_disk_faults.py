@@ -12,8 +12,8 @@ import torch
 
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.training.build import compose, model_config
-from ffn_zoo.training.checkpoint import (OPTIMIZER_STATE_COPIES, atomic_write, checkpoint_bytes, load_checkpoint,
-                                         write_json)
+from ffn_zoo.atomic import atomic_write
+from ffn_zoo.training.checkpoint import OPTIMIZER_STATE_COPIES, checkpoint_bytes, load_checkpoint, write_json
 from ffn_zoo.training.faults import WriteFailed, record_failure, write_failure
 from ffn_zoo.training.optim import OPTIMIZERS
 from tests.helpers import FAST, train

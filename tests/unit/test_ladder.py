@@ -124,3 +124,45 @@ def test_last_continues_the_ladder_in_its_own_fixed_folder(tmp_path):
     (tmp_path / MANIFEST).write_text("{}")
     cfg = OmegaConf.create({"ckpt_path": "last", "log_dir": str(tmp_path / "elsewhere")})
     assert ladder_root(cfg, tmp_path) == tmp_path
+
+
+GROW = [  # (the ladder's budgets, this command's, the budgets added or the refusal)
+    ("[5120,10240]", "[5120,10240,20480]", ["20480"]),  # a larger budget: its cooldown starts after step 16
+    ("[5120,10240]", "[5120,10240]", []),
+    ("[5120,20480]", "[5120,10240,20480]", r"trunk trained to step 32; budget 10240's cooldown would start at step "
+                                           r"16, inside it, where no state was kept"),
+    ("[5120,10240]", "[10240,20480]", r"drops or changes 5120\. A continued ladder keeps every budget it has"),
+]
+
+
+@pytest.mark.parametrize("saved, budgets, expected", GROW)
+def test_a_continued_ladder_may_add_larger_budgets_only(saved: str, budgets: str, expected, tmp_path: Path) -> None:
+    """The trunk continues from its last branch point; a budget branching inside the trained trunk, or a dropped
+    one, is one line. (tests/smoke/test_ladder.py: a grown ladder equals the ladder planned whole, bitwise.)"""
+    from ffn_zoo.training.ladder import _open
+
+    def cfg(b: str):
+        return compose(["model=tiny", "data.batch_size=16", "optim.schedule=wsd", "optim.warmup=2",
+                        "trainer.max_steps=40", f"ladder.budgets={b}"])
+
+    _open(tmp_path, plan_of(cfg(saved)), cfg(saved))
+    if isinstance(expected, list):
+        assert _open(tmp_path, plan_of(cfg(budgets)), cfg(budgets)) == expected
+        assert _open(tmp_path, plan_of(cfg(budgets)), cfg(budgets)) == []  # the manifest now has the grown plan
+    else:
+        with pytest.raises(FFNZooError, match=expected) as e:
+            _open(tmp_path, plan_of(cfg(budgets)), cfg(budgets))
+        assert "\n" not in str(e.value)
+
+
+def test_a_continued_ladder_keeps_its_warmup(tmp_path: Path) -> None:
+    from ffn_zoo.training.ladder import _open
+
+    def cfg(*o: str):
+        return compose(["model=tiny", "data.batch_size=16", "optim.schedule=wsd", "trainer.max_steps=40", *o])
+
+    first = cfg("optim.warmup=0.2", "ladder.budgets=[5120,10240]")  # 2 steps: a fifth of the smallest budget
+    _open(tmp_path, plan_of(first), first)
+    grown = cfg("optim.warmup=0.2", "ladder.budgets=[10240,20480]")  # a new smallest budget: a 4-step warm-up
+    with pytest.raises(FFNZooError, match="has 2 warm-up steps but this command 4; a ladder grows only with the same warm-up"):
+        _open(tmp_path, plan_of(grown), grown)

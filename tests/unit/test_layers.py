@@ -14,7 +14,7 @@ from tests.helpers import REPO
 
 PACKAGE = REPO / "ffn_zoo"
 # the layers, bottom up: a module may import its own layer or one below, never one above
-LAYERS = ["ffn_zoo.errors", "ffn_zoo.nn", "ffn_zoo.data", "ffn_zoo.training", "ffn_zoo.analysis",
+LAYERS = [("ffn_zoo.errors", "ffn_zoo.atomic"), "ffn_zoo.nn", "ffn_zoo.data", "ffn_zoo.training", "ffn_zoo.analysis",
           ("ffn_zoo.tools", "ffn_zoo.train")]
 HEAVY = ("hydra", "lightning", "omegaconf")
 
