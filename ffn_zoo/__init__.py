@@ -6,26 +6,31 @@ Public API::
     ffn = build_ffn("geglu", d_model=768, d_ff=3072)          # hidden 2048: parameter-matched to dense 3072
     net = build_model(model="bert_base", ffn="geglu", vocab_size=8192)  # (B, T) ids -> (B, T, vocab) logits
 
-``build_model`` composes the training configs (OmegaConf, Hydra), so it is imported on first use: importing
-``ffn_zoo`` or ``ffn_zoo.nn`` loads torch and nothing of the training stack.
+Every name is imported on first use: ``build_model`` composes the training configs (OmegaConf, Hydra), the rest
+load torch and nothing of the training stack; ``import ffn_zoo`` alone loads neither.
 """
 
+from importlib import import_module
 from typing import Any
 
-from ffn_zoo.nn.activations import ACTIVATIONS, get_activation
-from ffn_zoo.nn.ffn import FFN_VARIANTS, DenseFFN, FFNSpec, GatedFFN, build_ffn, gated_hidden_width
-from ffn_zoo.nn.model import ModelConfig, TransformerLM
-
-__all__ = [
-    "ACTIVATIONS", "FFN_VARIANTS", "DenseFFN", "FFNSpec", "GatedFFN", "ModelConfig", "TransformerLM",
-    "build_ffn", "build_model", "gated_hidden_width", "get_activation",
-]
+# each public name -> the module that defines it, imported on first use (PEP 562): ``import ffn_zoo.errors`` or
+# ``ffn_zoo.analysis`` loads no torch, ``from ffn_zoo import build_ffn`` loads torch and no training stack
+_PUBLIC = {
+    **dict.fromkeys(["ACTIVATIONS", "get_activation"], "ffn_zoo.nn.activations"),
+    **dict.fromkeys(["FFN_VARIANTS", "DenseFFN", "FFNSpec", "GatedFFN", "build_ffn", "gated_hidden_width"],
+                    "ffn_zoo.nn.ffn"),
+    **dict.fromkeys(["ModelConfig", "TransformerLM"], "ffn_zoo.nn.model"),
+    "build_model": "ffn_zoo.training.build",
+}
+__all__ = sorted(_PUBLIC)
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:  # PEP 562: ``from ffn_zoo import build_model`` without an eager import
-    if name == "build_model":
-        from ffn_zoo.training.build import build_model
-
-        return build_model
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        return getattr(import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module 'ffn_zoo' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])

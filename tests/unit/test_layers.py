@@ -93,9 +93,9 @@ def test_nn_source_imports_no_training_stack(module: str) -> None:
     assert not heavy, f"{module} (pure torch) imports {heavy}"
 
 
-def loaded_after(statement: str) -> list[str]:
-    """The heavy top-level packages a fresh interpreter holds after ``statement``."""
-    code = f"import sys; {statement}; print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+def loaded_after(statement: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    """The ``heavy`` top-level packages a fresh interpreter holds after ``statement``."""
+    code = f"import sys; {statement}; print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))"
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return ast.literal_eval(proc.stdout.strip().splitlines()[-1])
@@ -103,6 +103,12 @@ def loaded_after(statement: str) -> list[str]:
 
 def test_nn_loads_without_the_training_stack() -> None:
     assert loaded_after("import ffn_zoo.nn.model, ffn_zoo.nn.flops; from ffn_zoo import build_ffn") == []
+
+
+def test_the_package_and_its_bottom_layer_load_without_torch() -> None:
+    """The public names resolve on first use, so the error and file helpers (and compare) start fast."""
+    assert loaded_after("import ffn_zoo, ffn_zoo.errors, ffn_zoo.atomic", ("torch", *HEAVY)) == []
+    assert loaded_after("import ffn_zoo; ffn_zoo.GatedFFN", ("torch", *HEAVY)) == ["torch"]
 
 
 def test_analysis_loads_without_lightning() -> None:
