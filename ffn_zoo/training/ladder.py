@@ -44,10 +44,10 @@ from typing import Any, Callable, Mapping
 import lightning as L
 from omegaconf import DictConfig, OmegaConf
 
-from ffn_zoo.atomic import atomic_write, atomic_write_bytes
+from ffn_zoo.atomic import atomic_write
 from ffn_zoo.errors import ConfigError
 from ffn_zoo.training.checkpoint import (MUST_MATCH, CheckpointError, Checkpointing, _first_difference,
-                                         load_checkpoint)
+                                         load_checkpoint, write_json)
 from ffn_zoo.training.optim import decay_steps_of, warmup_steps_of
 from ffn_zoo.training.runs import CKPT_DIR, resolve_last
 
@@ -256,12 +256,11 @@ def _open(root: Path, plan: Plan, cfg: DictConfig) -> list[str]:
     """Write the plan, or check that the ladder being continued had these settings and this plan, or one this
     plan extends; return the labels of the budgets it adds."""
     manifest = root / MANIFEST
-    mine = {"plan": plan.as_dict(), "settings": _settings(cfg)}
+    mine = json.loads(json.dumps({"plan": plan.as_dict(), "settings": _settings(cfg)}, default=str))  # as saved
     if not manifest.is_file():
-        root.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(manifest, (json.dumps(mine, indent=2, default=str) + "\n").encode())
+        write_json(manifest, mine)
         return []
-    saved, mine = json.loads(manifest.read_text()), json.loads(json.dumps(mine, default=str))
+    saved = json.loads(manifest.read_text())
     diff = _first_difference(saved["settings"], mine["settings"], "")  # data.cache_dir and the like may differ
     if diff:
         raise CheckpointError(f"ckpt_path: the ladder in {root} has {diff[0]}={diff[1]} but this command has "
@@ -269,7 +268,7 @@ def _open(root: Path, plan: Plan, cfg: DictConfig) -> list[str]:
     if saved["plan"] == mine["plan"]:
         return []
     added = _added_rungs(saved["plan"], mine["plan"], root)
-    atomic_write_bytes(manifest, (json.dumps(mine, indent=2) + "\n").encode())
+    write_json(manifest, mine)  # the grown plan: the next continuation checks against it
     return added
 
 
@@ -379,11 +378,12 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
         print(f"ladder   continuing {root}", flush=True)
 
     trunk = root / TRUNK
-    if _finished(trunk) and _steps_done(trunk) < plan.trunk_steps:  # a ladder grown by larger budgets
-        print(f"ladder   adds budgets {', '.join(added) or '(none)'}: the trunk continues from step "
-              f"{_steps_done(trunk)} to {plan.trunk_steps}", flush=True)
-        _reopen_trunk(trunk, _steps_done(trunk))
-    if not _finished(trunk) or _steps_done(trunk) < plan.trunk_steps:
+    done = _steps_done(trunk) if _finished(trunk) else None
+    if done is not None and done < plan.trunk_steps:  # a ladder grown by larger budgets
+        print(f"ladder   adds budgets {', '.join(added) or '(none)'}: the trunk continues from step {done} to "
+              f"{plan.trunk_steps}", flush=True)
+        _reopen_trunk(trunk, done)
+    if done is None or done < plan.trunk_steps:
         _trunk(cfg, plan, root, train_one)
     for rung in plan.rungs:
         if _finished(root / rung.folder):
@@ -401,7 +401,7 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
         "pieces": [{"folder": f, "steps": m.get("steps"), "val_loss": m.get("val_loss"), "wall_s": m.get("wall_s")}
                    for f, m in pieces.items()],
     }
-    (root / "metrics.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_json(root / "metrics.json", summary)
     for r in plan.rungs:
         m = pieces[r.folder]
         print(f"ladder   {r.folder}: val/loss {m['val_loss']:.4f}, val/ppl {m['val_ppl']:.2f} after {r.steps} steps",
