@@ -5,7 +5,7 @@
 
 1. tuning: per variant, one short run (``--tune-steps``, ``--tune-seed``) at every lr of ``--lrs``; the lr with the
    lowest mean ``train/loss`` over the last ``--tail`` of its steps is that variant's own lr (never the reported
-   validation split; ffn_zoo.analysis.tuned says why). A best lr at either end of the grid is flagged.
+   validation split; ffn_zoo.analysis.compare.tuned says why). A best lr at either end of the grid is flagged.
 2. seeds: every variant at its own lr and at the shared lr (``--shared-lr``, default the composed config's
    ``optim.lr``), each seed of ``--seeds``, at the configured budget (``trainer.max_steps``).
 3. ``<out>/compare/tuned.md``: both arms side by side, Δ vs ``--baseline`` with Welch and paired intervals.
@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 from omegaconf import OmegaConf
 
-from ffn_zoo.analysis.tuned import CRITERION, compare_tuned, criterion_text, tail_train_loss
+from ffn_zoo.analysis.compare.tuned import CRITERION, compare_tuned, criterion_text, tail_train_loss
 from ffn_zoo.analysis.compare.runs import Run, experiment_key, find_run_dirs, flatten, load_run
 from ffn_zoo.training.build import compose, config_dir
 from ffn_zoo.errors import ConfigError, FFNZooError, UnknownNameError

@@ -12,7 +12,7 @@ import pytest
 from omegaconf import OmegaConf
 from scipy import stats
 
-from ffn_zoo.analysis import ladder as LA
+from ffn_zoo.analysis.compare import ladder as LA
 from ffn_zoo.analysis.compare import compare
 
 BUDGETS = [100_000, 1_000_000, 10_000_000]  # x = log10 = 5, 6, 7

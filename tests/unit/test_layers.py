@@ -113,4 +113,5 @@ def test_the_package_and_its_bottom_layer_load_without_torch() -> None:
 
 def test_analysis_loads_without_lightning() -> None:
     assert loaded_after("import ffn_zoo.analysis.compare") == []  # not even OmegaConf until a run is read
+    assert loaded_after("import ffn_zoo.analysis.compare.ladder, ffn_zoo.analysis.compare.tuned") == []
     assert "lightning" not in loaded_after("import ffn_zoo.analysis.report")

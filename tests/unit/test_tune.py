@@ -1,4 +1,4 @@
-"""lr tuning (ffn_zoo.tools.tune, ffn_zoo.analysis.tuned): bad grids, the choice and its edge warning, the
+"""lr tuning (ffn_zoo.tools.tune, ffn_zoo.analysis.compare.tuned): bad grids, the choice and its edge warning, the
 train-loss criterion, and the shared-lr / own-lr table on synthetic run folders with known values."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ffn_zoo.analysis.tuned import compare_tuned, tail_train_loss
+from ffn_zoo.analysis.compare.tuned import compare_tuned, tail_train_loss
 from ffn_zoo.analysis.compare import load_run
 from ffn_zoo.tools.tune import choose, main
 from tests.helpers import make_run

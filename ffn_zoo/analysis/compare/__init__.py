@@ -4,6 +4,8 @@
     stats   Welch-t and paired-by-seed intervals, the rows, Δ over training
     tables  Markdown and CSV (plus one table per extra held-out set, data.extra_val)
     plots   PNGs and the TensorBoard custom-scalars layout
+    ladder  budget ladders (ffn_zoo/training/ladder.py): a table per budget, Δ against the budget, its trend
+    tuned   each variant at its own lr (a ffn-zoo-tune folder): shared-lr and tuned-lr tables side by side
     cli     compare() (all of the above, written to <sweep>/compare) and ``ffn-zoo-compare``
 
 Imports neither Lightning nor Hydra: reading a sweep must not pay for the training stack.

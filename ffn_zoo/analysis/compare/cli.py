@@ -17,10 +17,12 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from ffn_zoo.analysis.compare.ladder import compare_ladders, has_ladders
 from ffn_zoo.analysis.compare.plots import plot_curves, plot_delta_curves, plot_deltas, write_tensorboard_layout
 from ffn_zoo.analysis.compare.runs import find_run_dirs, group_runs, is_run_dir, load_run
 from ffn_zoo.analysis.compare.stats import delta_curves, summarize
 from ffn_zoo.analysis.compare.tables import report_text, write_csv
+from ffn_zoo.analysis.compare.tuned import compare_tuned
 from ffn_zoo.errors import FFNZooError
 
 
@@ -31,8 +33,6 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
     runs = [load_run(p) for p in run_dirs]
     root = Path(paths[0]) if len(paths) == 1 and not is_run_dir(Path(paths[0])) else run_dirs[0].parent
     out = Path(out) if out else root / "compare"
-    from ffn_zoo.analysis.ladder import compare_ladders, has_ladders  # (here: it builds on this package)
-
     if has_ladders(runs):  # budget ladders: a table per budget, Δ against the budget and its trend
         return compare_ladders(runs, out, baseline)
     groups, settings, warnings = group_runs(runs)
@@ -97,9 +97,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        if len(args.paths) == 1 and (Path(args.paths[0]) / "tuning.json").is_file():  # made by ffn_zoo.tools.tune
-            from ffn_zoo.analysis.tuned import compare_tuned  # shared lr and own lr side by side
-
+        if len(args.paths) == 1 and (Path(args.paths[0]) / "tuning.json").is_file():  # ffn_zoo.tools.tune made it
             compare_tuned(args.paths[0], args.baseline, args.out)
             return 0
         compare(args.paths, args.out, args.baseline, args.paper, args.band, layout=not args.no_layout)

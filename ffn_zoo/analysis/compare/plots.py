@@ -12,7 +12,7 @@ from ffn_zoo.analysis.compare.runs import Group, seed_curves
 LAYOUT_SUFFIX = ".ffnzoo_layout"  # the events file compare writes (first run folder; older: the sweep root)
 
 
-def _save(fig: Any, ax: Any, path: Path) -> None:
+def save_figure(fig: Any, ax: Any, path: Path) -> None:
     """Grid, legend, tight layout, PNG at 120 dpi; frees the figure."""
     import matplotlib.pyplot as plt
 
@@ -49,7 +49,7 @@ def plot_delta_curves(rows: Sequence[dict[str, Any]], path: Path, title: str = "
     ax.set_xlabel("training tokens (millions)")
     ax.set_ylabel(f"Δ validation loss vs {rows[0]['baseline']} (nats/token; < 0 = better)")
     ax.set_title(title or "Gap over training: mean Δ over seeds, band = 95% Welch interval", fontsize=10)
-    _save(fig, ax, path)
+    save_figure(fig, ax, path)
     return True
 
 
@@ -84,7 +84,7 @@ def plot_curves(groups: Sequence[Group], path: Path, band: str = "minmax", title
     ax.set_ylabel("validation loss (nats/token)")
     band_text = "min–max" if band == "minmax" else "±1 std"
     ax.set_title(title or f"Validation loss vs tokens (line: mean over seeds, band: {band_text}; dashed = dense)")
-    _save(fig, ax, path)
+    save_figure(fig, ax, path)
     return True
 
 

@@ -13,7 +13,7 @@ def _fmt(v: Any, spec: str) -> str:
     return "—" if v is None else format(v, spec)
 
 
-def _delta_cell(r: dict[str, Any]) -> str:
+def delta_cell(r: dict[str, Any]) -> str:
     if r["delta"] is None:
         return "—"
     if r["variant"] == r["baseline"]:
@@ -24,7 +24,7 @@ def _delta_cell(r: dict[str, Any]) -> str:
     return f"{r['delta']:+.3f} [{r['delta_lo']:+.3f}, {r['delta_hi']:+.3f}]{mark}"
 
 
-def _interval_cell(lo: float | None, hi: float | None) -> str:
+def interval_cell(lo: float | None, hi: float | None) -> str:
     if lo is None:
         return "—"
     return f"[{lo:+.3f}, {hi:+.3f}]" + ("" if lo <= 0 <= hi else " *")
@@ -44,8 +44,8 @@ def markdown_table(rows: Sequence[dict[str, Any]], paper: bool = False, val: str
         cells = ([str(r["setting"])] if mixed else []) + [
             r["variant"], r["form"], _fmt(r["hidden"], ","), _fmt(r["params_ffn"], ","), _fmt(r["params_total"], ","),
             _fmt(r["flops_per_token"] / 1e6 if r["flops_per_token"] else None, ".1f"), str(r["n"]),
-            f"{r['val_loss_mean']:.3f}{std}", f"{r['val_ppl']:.2f}", _fmt(r["val_bpb"], ".3f"), _delta_cell(r),
-            _interval_cell(r["paired_lo"], r["paired_hi"]), _fmt(r["tokens_per_s"], ",.0f")]
+            f"{r['val_loss_mean']:.3f}{std}", f"{r['val_ppl']:.2f}", _fmt(r["val_bpb"], ".3f"), delta_cell(r),
+            interval_cell(r["paired_lo"], r["paired_hi"]), _fmt(r["tokens_per_s"], ",.0f")]
         if paper:
             cells += [_fmt(r.get("paper"), ".3f"), _fmt(r.get("paper_delta"), "+.3f")]
         lines.append("| " + " | ".join(cells) + " |")

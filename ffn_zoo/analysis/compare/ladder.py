@@ -22,10 +22,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ffn_zoo.analysis.compare.plots import _save
+from ffn_zoo.analysis.compare.plots import save_figure
 from ffn_zoo.analysis.compare.runs import Run, experiment_key, group_runs
 from ffn_zoo.analysis.compare.stats import paired_interval, summarize, welch_interval
-from ffn_zoo.analysis.compare.tables import markdown_table, write_csv
+from ffn_zoo.analysis.compare.tables import interval_cell, markdown_table, write_csv
 
 CAVEAT = "A trend fitted over {lo}–{hi} tokens is no promise outside that range."
 
@@ -224,10 +224,6 @@ def ladder_rows(branches: Sequence[Run], baseline: str,
     return table, deltas, trends, warnings
 
 
-def _interval(lo: float | None, hi: float | None) -> str:
-    return "—" if lo is None else f"[{lo:+.3f}, {hi:+.3f}]" + ("" if lo <= 0 <= hi else " *")
-
-
 def delta_markdown(deltas: Sequence[dict], trends: Sequence[dict]) -> str:
     mixed = len({d["ladder_setting"] for d in deltas}) > 1
     head = (["setting"] if mixed else []) + ["variant", "budget (tokens)", "steps", "seeds", "Δ val/loss",
@@ -241,7 +237,8 @@ def delta_markdown(deltas: Sequence[dict], trends: Sequence[dict]) -> str:
         fitted = t["intercept"] + t["slope_per_decade"] * math.log10(d["budget_tokens"]) if t else None
         cells = ([f"{d['ladder_setting']}: {d['setting_label']}"] if mixed else []) + [
             d["variant"], f"{tokens_label(d['budget_tokens'])} ({d['budget_tokens']:,})", str(d["steps"]), str(d["n"]),
-            f"{d['delta']:+.4f}", _interval(d["delta_lo"], d["delta_hi"]), _interval(d["paired_lo"], d["paired_hi"]),
+            f"{d['delta']:+.4f}", interval_cell(d["delta_lo"], d["delta_hi"]),
+            interval_cell(d["paired_lo"], d["paired_hi"]),
             "—" if fitted is None else f"{fitted:+.4f}"]
         if mixed:
             if d["vs_ref"] is None:
@@ -249,7 +246,7 @@ def delta_markdown(deltas: Sequence[dict], trends: Sequence[dict]) -> str:
             elif d["vs_ref_lo"] is None:
                 cells.append(f"{d['vs_ref']:+.4f} (no interval: < 2 seeds)")
             else:
-                cells.append(f"{d['vs_ref']:+.4f} " + _interval(d["vs_ref_lo"], d["vs_ref_hi"])
+                cells.append(f"{d['vs_ref']:+.4f} " + interval_cell(d["vs_ref_lo"], d["vs_ref_hi"])
                              + ("" if d["vs_ref_paired"] else " (Welch)"))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -350,7 +347,7 @@ def plot_ladder(deltas: Sequence[dict], trends: Sequence[dict], path: Path, val:
     ax.set_ylabel(f"Δ {val} loss vs {deltas[0]['baseline']} (nats/token; < 0 = better)")
     ax.set_title("Δ by budget (band: 95% paired interval); dashed: trend fitted per seed, with its 95% band.\n"
                  "The trend holds over the fitted budgets only.", fontsize=9)
-    _save(fig, ax, path)
+    save_figure(fig, ax, path)
     return True
 
 

@@ -1,8 +1,8 @@
 """Each variant at its own learning rate: the tuning criterion, and the shared-lr and tuned-lr tables side by side.
 
 ``ffn_zoo.tools.tune`` writes ``<out>/tuning.json`` (each variant's grid, criterion values, chosen lr, and the
-seed runs of both arms); :func:`compare_tuned` reads it back. ``python -m ffn_zoo.analysis.compare <out>`` (``ffn-zoo-compare``) lands here
-when ``<out>`` holds a ``tuning.json``.
+seed runs of both arms); :func:`compare_tuned` reads it back. ``ffn-zoo-compare <out>`` lands here when ``<out>``
+holds a ``tuning.json``.
 
 The lr is chosen on the *training* loss (mean ``train/loss`` over the last part of a short run), never on the
 validation split the tables report: choosing and reporting on the same tokens would bias Δ toward whichever arm
@@ -21,7 +21,7 @@ import numpy as np
 
 from ffn_zoo.analysis.compare.runs import Run, group_runs, load_run, val_curve
 from ffn_zoo.analysis.compare.stats import summarize, welch_interval
-from ffn_zoo.analysis.compare.tables import _delta_cell, _interval_cell
+from ffn_zoo.analysis.compare.tables import delta_cell, interval_cell
 from ffn_zoo.errors import DataError
 
 CRITERION = "train_loss_tail"
@@ -93,8 +93,8 @@ def _arm_cells(r: dict[str, Any] | None) -> list[str]:
     if r is None:
         return ["—"] * 4
     std = f" ± {r['val_loss_std']:.3f}" if r["val_loss_std"] is not None else ""
-    return [f"{r['lr']:g}", f"{r['val_loss_mean']:.3f}{std} (n={r['n']})", _delta_cell(r),
-            "—" if r["variant"] == r["baseline"] else _interval_cell(r["paired_lo"], r["paired_hi"])]
+    return [f"{r['lr']:g}", f"{r['val_loss_mean']:.3f}{std} (n={r['n']})", delta_cell(r),
+            "—" if r["variant"] == r["baseline"] else interval_cell(r["paired_lo"], r["paired_hi"])]
 
 
 def markdown(report: dict[str, Any], tuning: dict[str, Any]) -> str:
