@@ -14,13 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from ffn_zoo.data.blocks import Corpus
 from ffn_zoo.data.cache import TokenCache, cache_root, file_identity, fingerprint
+from ffn_zoo.data.extra_val import build_extra_val
 from ffn_zoo.data.files import expand_files, iter_documents
-from ffn_zoo.data.finite import build_packed_corpus, cached_validation
+from ffn_zoo.data.finite import build_packed_corpus
 from ffn_zoo.data.pack import blocks_of
 from ffn_zoo.data.stream import TokenStream
 from ffn_zoo.data.tokenizer import build_tokenizer
+from ffn_zoo.data.types import Corpus
+from ffn_zoo.data.validation import cached_validation
 from ffn_zoo.errors import ConfigError, DataError, require_positive
 
 TRAIN_SHARDS = "c4-train.*-of-*.json*"  # allenai/c4 en/ names: c4-train.00000-of-01024.json.gz
@@ -132,7 +134,7 @@ def build_c4_hub(cfg: Mapping[str, Any]) -> Corpus:
     next(hub_texts(cfg, train_split), None)
     return Corpus(
         name="c4", vocab_size=tok.vocab_size, train=None, val=blocks_of(val, seq_len), val_bytes=int(meta["val_bytes"]),
-        train_stream=TokenStream(docs, tok, seq_len), tokenizer=tok,
+        train_stream=TokenStream(docs, tok, seq_len), tokenizer=tok, extra_val=build_extra_val(cfg, tok),
         description=f"c4 (hub {cfg['hub_name']} {cfg.get('hub_config')}): streamed train, shuffle buffer "
         f"{cfg.get('shuffle_buffer')}; {meta['val_tokens']:,} val tokens ({meta['val_bytes']:,} bytes, "
         f"{meta['val_docs']:,} docs), tokenizer {tok.kind} vocab {tok.vocab_size:,}; {where}",

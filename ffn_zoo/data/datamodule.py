@@ -14,8 +14,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from ffn_zoo.data.blocks import Blocks, Corpus, StepSampler
+from ffn_zoo.data.blocks import Blocks, StepSampler
 from ffn_zoo.data.stream import StreamBatches
+from ffn_zoo.data.types import Corpus
 
 
 class LMDataModule(L.LightningDataModule):

@@ -13,33 +13,20 @@ What an entry leaves unset comes from ``data.extra_val_defaults``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-import numpy as np
-
 from ffn_zoo.data.cache import TokenCache, cache_root, file_identity, fingerprint
-from ffn_zoo.data.files import expand_files, iter_jsonl_texts, read_text
-from ffn_zoo.data.finite import cached_validation
+from ffn_zoo.data.files import expand_files, iter_jsonl_texts, pieces, read_text
 from ffn_zoo.data.pack import Document, blocks_of
-from ffn_zoo.data.text import pieces
 from ffn_zoo.data.tokenizer import Tokenizer
+from ffn_zoo.data.types import ValSet
+from ffn_zoo.data.validation import cached_validation
 from ffn_zoo.errors import ConfigError, DataError, require_positive
 
 ENTRY_KEYS = ("files", "tokens", "text_field")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")  # becomes part of metric names: val/<name>/loss, val_<name>_loss
 JSON_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
-
-
-@dataclass
-class ValSet:
-    """One extra held-out set: its blocks, and the bytes of text its scored targets stand for."""
-
-    name: str
-    val: np.ndarray  # (M, seq_len + 1) token ids
-    val_bytes: int | None
-    description: str
 
 
 def _documents(paths: Sequence[Path], field: str) -> Iterator[Document]:

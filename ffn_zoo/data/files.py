@@ -1,4 +1,5 @@
-"""Reading local inputs: glob expansion, plain-text files and JSON-lines documents (C4's format).
+"""Reading local inputs: glob expansion, plain-text files (cut into line-aligned pieces) and JSON-lines documents
+(C4's format).
 
 Every problem a user can cause (missing or empty file, a glob that matches nothing, a line that
 is not JSON or has no text field, bytes that are not UTF-8) raises :class:`DataError` naming the
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from ffn_zoo.errors import DataError
+
+PIECE_CHARS = 1 << 16  # long documents are tokenized as line-aligned pieces, in parallel
 
 
 def expand_files(spec: str | Sequence[str] | None, setting: str) -> list[Path]:
@@ -58,6 +61,17 @@ def read_text(path: Path) -> str:
     if not text.strip():
         raise DataError(f"{path} holds no text")
     return text
+
+
+def pieces(text: str, size: int = PIECE_CHARS) -> list[str]:
+    """``text`` cut after newlines into pieces of about ``size`` characters (joined, they are ``text``)."""
+    out, start = [], 0
+    while start < len(text):
+        end = text.find("\n", start + size)
+        end = len(text) if end < 0 else end + 1
+        out.append(text[start:end])
+        start = end
+    return out
 
 
 def _open_lines(path: Path):

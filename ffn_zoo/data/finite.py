@@ -1,7 +1,8 @@
 """Any finite text corpus -> tokenizer -> packed, cached token blocks -> :class:`Corpus`.
 
 The C4 shards reader and the plain-text reader both end here. On a cache hit no text is read
-or tokenized: the packed streams are memory-mapped from ``<cache>/tokens/<key>/``.
+or tokenized: the packed streams are memory-mapped from ``<cache>/tokens/<key>/``. The corpus carries its
+extra held-out sets (``data.extra_val``), tokenized with its tokenizer.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-from ffn_zoo.data.blocks import Corpus
 from ffn_zoo.data.cache import TokenCache, cache_root, fingerprint
+from ffn_zoo.data.extra_val import build_extra_val
 from ffn_zoo.data.pack import Document, blocks_of, documents_in, n_blocks, pack_stream, storage_dtype
-from ffn_zoo.data.tokenizer import Tokenizer, build_tokenizer
+from ffn_zoo.data.tokenizer import build_tokenizer
+from ffn_zoo.data.types import Corpus
+from ffn_zoo.data.validation import cut_validation
 from ffn_zoo.errors import ConfigError, DataError, require_positive
 
 
@@ -22,34 +25,6 @@ def take(docs: Iterable[Document], limit: int | None) -> Iterable[Document]:
         if limit is not None and i >= limit:
             return
         yield d
-
-
-def cut_validation(stream: np.ndarray, seq_len: int, val_tokens: int | None) -> np.ndarray:
-    """The validation stream cut to whole blocks, at most ``val_tokens`` scored targets."""
-    n = n_blocks(len(stream), seq_len)
-    if val_tokens is not None:
-        n = min(n, val_tokens // seq_len)
-    return stream[: n * seq_len + 1] if n else stream[:0]
-
-
-def cached_validation(
-    cache: TokenCache, docs: Callable[[], Iterable[Document]], tok: Tokenizer, seq_len: int, val_tokens: int | None,
-    label: str,
-) -> tuple[np.ndarray, dict[str, Any], str]:
-    """A validation prefix (the first ``val_tokens`` scored targets, whole blocks) as int32, its metadata and where it
-    came from: the cache, or ``docs()`` packed now and cached. Used by the hub's C4 and by data.extra_val."""
-    hit = cache.load(["val"])
-    if hit is not None:
-        arrays, meta = hit
-        return np.asarray(arrays["val"], dtype=np.int32), meta, f"cached {cache.dir}"
-    val = pack_stream(docs(), tok, None if val_tokens is None else val_tokens + 1, dtype=storage_dtype(tok.vocab_size))
-    if n_blocks(len(val), seq_len) == 0:
-        raise DataError(f"{label} gives {max(len(val) - 1, 0)} tokens, fewer than one block of data.seq_len={seq_len}")
-    val = cut_validation(val, seq_len, val_tokens)
-    meta = {"vocab_size": tok.vocab_size, "tokenizer": tok.fingerprint, "val_tokens": int(len(val) - 1),
-            "val_bytes": tok.text_bytes(val[1:]), "val_docs": documents_in(val, tok.eot_id)}
-    cache.save({"val": val}, meta)
-    return val.astype(np.int32), meta, f"tokenized, cached in {cache.dir}"  # int32, as a cache hit loads it
 
 
 def build_packed_corpus(
@@ -99,11 +74,10 @@ def build_packed_corpus(
         cache.save({"train": train, "val": val}, meta)
         train, val = train.astype(np.int32), val.astype(np.int32)  # as a cache hit loads them
         where = f"tokenized, cached in {cache.dir}"
-    corpus = Corpus(
+    return Corpus(
         name=name, vocab_size=tok.vocab_size, train=blocks_of(train, seq_len), val=blocks_of(val, seq_len),
-        val_bytes=int(meta["val_bytes"]), tokenizer=tok,
+        val_bytes=int(meta["val_bytes"]), tokenizer=tok, extra_val=build_extra_val(cfg, tok),
         description=f"{name}: {len(train):,} train / {meta['val_tokens']:,} val tokens "
         f"({meta['val_bytes']:,} val bytes, {meta['val_docs']:,} val docs), "
         f"tokenizer {tok.kind} vocab {tok.vocab_size:,}; {where}",
     )
-    return corpus

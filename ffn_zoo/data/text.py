@@ -10,25 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from ffn_zoo.data.blocks import Corpus
 from ffn_zoo.data.cache import file_identity
-from ffn_zoo.data.files import expand_files, read_text
+from ffn_zoo.data.files import expand_files, pieces, read_text
 from ffn_zoo.data.finite import build_packed_corpus
 from ffn_zoo.data.pack import Document
+from ffn_zoo.data.types import Corpus
 from ffn_zoo.errors import ConfigError, DataError
-
-PIECE_CHARS = 1 << 16  # long documents are tokenized as line-aligned pieces, in parallel
-
-
-def pieces(text: str, size: int = PIECE_CHARS) -> list[str]:
-    """``text`` cut after newlines into pieces of about ``size`` characters (joined, they are ``text``)."""
-    out, start = [], 0
-    while start < len(text):
-        end = text.find("\n", start + size)
-        end = len(text) if end < 0 else end + 1
-        out.append(text[start:end])
-        start = end
-    return out
 
 
 def split_tail(text: str, fraction: float) -> tuple[str, str]:

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, Mapping
 
 import numpy as np
 
+from ffn_zoo.data.extra_val import build_extra_val
+from ffn_zoo.data.types import Corpus
 from ffn_zoo.errors import ConfigError, require_positive
 
 
@@ -99,3 +102,19 @@ def toy_splits(hmm: ToyHMM, seq_len: int, train_tokens: int, val_tokens: int) ->
     n_val = max(1, val_tokens // seq_len)
     # distinct generator seeds per split; both derive from the corpus seed only, never the training seed
     return hmm.sample(n_train, seq_len + 1, seed=hmm.seed + 1), hmm.sample(n_val, seq_len + 1, seed=hmm.seed + 2)
+
+
+def build_toy(cfg: Mapping[str, Any]) -> Corpus:
+    """``data=toy``: the HMM's splits, with the exact optimal validation loss as the floor."""
+    hmm = ToyHMM(
+        vocab_size=cfg["vocab_size"], n_states=cfg["n_states"], support=cfg["support"],
+        zipf_exponent=cfg["zipf_exponent"], concentration=cfg["concentration"], seed=cfg["corpus_seed"],
+    )
+    train, val = toy_splits(hmm, cfg["seq_len"], cfg["train_tokens"], cfg["val_tokens"])
+    nll, count = hmm.optimal_nll(val)
+    return Corpus(
+        name="toy", vocab_size=hmm.vocab_size, train=train, val=val, optimal_val_loss=nll / count,
+        description=f"toy HMM ({hmm.n_states} states, vocab {hmm.vocab_size}, Zipf {hmm.zipf_exponent}), "
+        f"{train.size:,} train / {val[:, 1:].size:,} val tokens",
+        extra_val=build_extra_val(cfg, None),  # no tokenizer: {} when none is asked for, else one line saying why not
+    )

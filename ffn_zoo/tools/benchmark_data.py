@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 
 from ffn_zoo.training.build import compose, model_config
 from ffn_zoo.data import build_corpus
-from ffn_zoo.data.blocks import Corpus
+from ffn_zoo.data.types import Corpus
 from ffn_zoo.data.datamodule import LMDataModule
 from ffn_zoo.data.files import expand_files, iter_documents
 from ffn_zoo.data.pack import batched

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ffn_zoo.data.blocks import Corpus
+from ffn_zoo.data.types import Corpus
 from ffn_zoo.errors import ConfigError, UnknownNameError
 
 IGNORE_INDEX = -100  # F.cross_entropy's default ignore_index: targets that carry no loss

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from ffn_zoo.data.blocks import Corpus
+from ffn_zoo.data.types import Corpus
 from ffn_zoo.data.datamodule import LMDataModule
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.tools import device_check as dc

@@ -28,15 +28,11 @@ MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
 def imports(path: Path) -> set[str]:
-    """Every module an ``import`` anywhere in the file names (function-level ones too: they are arrows as well),
-    except those under ``if TYPE_CHECKING:`` (annotations only, never run)."""
+    """Every module an ``import`` anywhere in the file names: function-level ones and those under
+    ``if TYPE_CHECKING:`` too (never run, but a type that names a module above is still an arrow up)."""
     tree = ast.parse(path.read_text())
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(
-        node.test) for n in ast.walk(node)}
     out: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from ffn_zoo.training.build import compose
-from ffn_zoo.data.blocks import Corpus
+from ffn_zoo.data.types import Corpus
 from ffn_zoo.errors import ConfigError, UnknownNameError
 from ffn_zoo.training.lit_module import LitLM
 from ffn_zoo.nn.ffn import FFNSpec
