@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Run HERE (the CPU machine), in the repo root the device tool sends, before calling the device check:
-# fills .device/ (git-ignored; carried to the GPU box, <= 64 MiB with the tree) with
-#   wheels/          hydra-core, omegaconf, antlr4 (the device image has neither), the versions this venv runs
+# Prepare a GPU machine that has no network (and no Hydra): run here, in the checkout's root, then copy the
+# checkout together with the git-ignored .device/ it fills (~19 MB) to that machine and run
+# scripts/device_check.sh there. .device/ holds
+#   wheels/          hydra-core, omegaconf, antlr4 (pure Python), the versions this environment runs
 #   wikipedia-en/    the first 5 train shards (~12.6 M BPE tokens) + the validation shard, for part glu
-# Then: device run  command="bash scripts/device_check.sh"  carry=[".device"]  timeout_s=540
+# WIKI=DIR names the shards' folder (default: the data=wikipedia default, ../shared/data/wikipedia-en).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=${WIKI:-../shared/data/wikipedia-en}
 mkdir -p .device/wheels .device/wikipedia-en
 ver() { python -c "import importlib.metadata as m; print(m.version('$1'))"; }
-python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform any --platform manylinux2014_x86_64 -d .device/wheels \
+python -m pip download -q --no-deps --only-binary=:all: -d .device/wheels \
     "hydra-core==$(ver hydra-core)" "omegaconf==$(ver omegaconf)"
 # antlr4-python3-runtime 4.9.3 is an sdist only: build its pure-Python wheel here
 [ -n "$(ls .device/wheels/antlr4* 2>/dev/null)" ] || \
@@ -18,4 +18,4 @@ python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --
 for f in "$src"/train-0000[0-4].jsonl.gz "$src"/validation-00000.jsonl.gz; do cp -p "$f" .device/wikipedia-en/; done
 ls -la .device/wheels .device/wikipedia-en
 du -sh .device
-git ls-files -co --exclude-standard | xargs -d '\n' du -cb 2>/dev/null | tail -1 | awk '{printf "tree that travels: %.1f MiB (+ .device)\n", $1/2^20}'
+git ls-files -co --exclude-standard | xargs -d '\n' du -cb 2>/dev/null | tail -1 | awk '{printf "checkout: %.1f MiB (+ .device)\n", $1/2^20}'

@@ -1,6 +1,7 @@
 """A plain (non-editable) install into a fresh virtual environment: the console scripts find their configs and
-run from any folder. No download: the wheel is built from the tracked files with this environment's setuptools,
-and the fresh venv borrows this environment's dependencies (torch, Lightning, ...) through a .pth file."""
+run from any folder, the device check's dry run too. No download: the wheel is built from the tracked files with
+this environment's setuptools, and the fresh venv borrows this environment's dependencies (torch, Lightning, ...)
+through a .pth file."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import site
 import subprocess
 import sys
 import venv
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,19 @@ def sh(*cmd: str | Path, cwd: Path, env: dict[str, str] | None = None) -> subpro
     return proc
 
 
-def test_pip_install_dot_in_a_fresh_venv(tmp_path: Path) -> None:
+@dataclass
+class Installed:
+    """ffn-zoo installed from a wheel into a fresh venv outside the checkout; commands run from an empty folder."""
+
+    bin: Path
+    purelib: Path
+    elsewhere: Path  # not the checkout, no PYTHONPATH: only the installed package
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    tmp_path = tmp_path_factory.mktemp("install")
     src = tmp_path / "src"
     files = sh("git", "ls-files", cwd=REPO).stdout.split()
     for f in files:
@@ -43,14 +57,18 @@ def test_pip_install_dot_in_a_fresh_venv(tmp_path: Path) -> None:
     # dependencies from this environment, after the fresh venv's own site-packages (so the wheel's ffn_zoo wins)
     (purelib / "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     sh(sys.executable, "-m", "pip", "--python", py, "install", "-q", "--no-deps", "--no-index", wheel, cwd=tmp_path)
-
-    elsewhere = tmp_path / "elsewhere"  # not the checkout, no PYTHONPATH: only the installed package
+    elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0"}
-    where = sh(py, "-c", "import ffn_zoo.training.build as b; print(b.__file__, b.config_dir())", cwd=elsewhere, env=env)
-    assert str(purelib) in where.stdout and str(REPO) not in where.stdout
+    return Installed(env_dir / "bin", purelib, elsewhere, env)
 
-    bin_ = env_dir / "bin"
+
+def test_pip_install_dot_in_a_fresh_venv(installed: Installed, tmp_path: Path) -> None:
+    py, elsewhere, env = installed.bin / "python", installed.elsewhere, installed.env
+    where = sh(py, "-c", "import ffn_zoo.training.build as b; print(b.__file__, b.config_dir())", cwd=elsewhere, env=env)
+    assert str(installed.purelib) in where.stdout and str(REPO) not in where.stdout
+
+    bin_ = installed.bin
     sh(bin_ / "ffn-zoo-train", "-m", "model=tiny", "ffn=gelu,swiglu", "trainer.max_steps=2",
        "trainer.val_check_interval=2", "data.train_tokens=8192", "data.val_tokens=1024", "data.batch_size=4",
        "trainer.enable_progress_bar=false", "impl.threads=1", f"log_dir={tmp_path / 'logs'}", cwd=elsewhere, env=env)
@@ -64,3 +82,20 @@ def test_pip_install_dot_in_a_fresh_venv(tmp_path: Path) -> None:
     for tool in ("ffn-zoo-bench", "ffn-zoo-bench-data", "ffn-zoo-bench-act-stats", "ffn-zoo-tune"):
         sh(bin_ / tool, "--help", cwd=elsewhere, env=env)
     assert list(elsewhere.iterdir()) == []  # nothing written where the commands ran
+
+
+def test_device_check_dry_run_from_the_install(installed: Installed, tmp_path: Path) -> None:
+    """The device check finds the training entry point through the installed package, not a checkout: its CPU
+    dry run passes every part from an empty folder, and neither the report nor a training log names the checkout."""
+    pytest.importorskip("transformers")  # the HF GPT-2 peer of part step
+    out, work = tmp_path / "out", tmp_path / "work"
+    sh(installed.bin / "ffn-zoo-device-check", "--dry-run", "--out", out, "--work", work, cwd=installed.elsewhere,
+       env=installed.env)
+    report = json.loads((out / "report.json").read_text())
+    assert {n: p["status"] for n, p in report["parts"].items()} == dict.fromkeys(
+        ("env", "gemm", "step", "train", "glu"), "ok")
+    assert report["parts"]["env"]["result"]["package"].endswith(f" at {installed.purelib / 'ffn_zoo'}")
+    assert report["parts"]["train"]["result"]["resumed_ok"]
+    for text in [(out / "report.json").read_text(), *(f.read_text() for f in work.glob("*.log"))]:
+        assert str(REPO) not in text
+    assert list(installed.elsewhere.iterdir()) == []  # nothing written where the check ran

@@ -4,7 +4,9 @@ check's own planning (batch doubling, job groups, budgets, the hard timeout)."""
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import asdict, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -14,7 +16,13 @@ import torch
 from ffn_zoo.data.types import Corpus
 from ffn_zoo.data.datamodule import LMDataModule
 from ffn_zoo.nn.model import TransformerLM
-from ffn_zoo.tools import device_check as dc
+from ffn_zoo.tools.device_check.cli import run_child
+from ffn_zoo.tools.device_check.gemm import nominal_for
+from ffn_zoo.tools.device_check.glu import glu_budget, job_groups
+from ffn_zoo.tools.device_check.part import from_json
+from ffn_zoo.tools.device_check.report import Report, markdown
+from ffn_zoo.tools.device_check.sizes import DRY, GPU, PARTS
+from ffn_zoo.tools.device_check.step import StepCase, StepResult, StepRow, largest_batch, step_ratios
 from ffn_zoo.tools.benchmark import Case, _train_step, build_ours
 from ffn_zoo.training.build import compose, model_config
 from ffn_zoo.training.lit_module import LitLM
@@ -117,55 +125,104 @@ def test_largest_batch_doubles_until_it_does_not_fit() -> None:
         tried.append(b)
         return b <= 100
 
-    assert dc.largest_batch(fits, 8, 512) == 64 and tried == [8, 16, 32, 64, 128]
-    assert dc.largest_batch(lambda b: True, 8, 40) == 32
-    assert dc.largest_batch(lambda b: False, 8, 512) is None
+    assert largest_batch(fits, 8, 512) == 64 and tried == [8, 16, 32, 64, 128]
+    assert largest_batch(lambda b: True, 8, 40) == 32
+    assert largest_batch(lambda b: False, 8, 512) is None
 
 
 @pytest.mark.parametrize("concurrency,n_groups", [(8, 8), (4, 4), (2, 2), (1, 2), (16, 8)])
 def test_job_groups_cover_every_job_once(concurrency: int, n_groups: int) -> None:
     ffns, seeds = ("gelu", "relu", "geglu", "swiglu"), (0, 1)
-    groups = dc.job_groups(ffns, seeds, concurrency)
+    groups = job_groups(ffns, seeds, concurrency)
     assert len(groups) == n_groups
     jobs = sorted((f, s) for fs, s in groups for f in fs)
     assert jobs == sorted((f, s) for f in ffns for s in seeds)
 
 
 def test_glu_budget_six_validations_and_the_cap() -> None:
-    s = dc.GPU
-    steps, aggregate = dc.glu_budget(2e5, 100, 8, 8, 1.5, s)
+    s = GPU
+    steps, aggregate = glu_budget(2e5, 100, 8, 8, 1.5, s)
     assert aggregate == 3e5 and steps % 6 == 0 and steps > 0
     assert steps * s.glu_batch * 128 <= 3e5 * 100 / 8  # fits the window at the assumed speed
-    big, _ = dc.glu_budget(1e9, 100, 8, 8, 1.5, s)
+    big, _ = glu_budget(1e9, 100, 8, 8, 1.5, s)
     assert big * s.glu_batch * 128 <= s.glu_tokens_cap
-    assert dc.glu_budget(1.0, 1, 8, 1, 1.5, s)[0] == 6  # never fewer than six validations
+    assert glu_budget(1.0, 1, 8, 1, 1.5, s)[0] == 6  # never fewer than six validations
 
 
 def test_gpu_budgets_fit_the_device_limit() -> None:
     """The parts' hard budgets sum to under 8 minutes, inside one 10-minute device command."""
-    assert sum(dc.GPU.budgets.values()) <= 480
-    assert set(dc.GPU.budgets) == set(dc.PARTS) == set(dc.DRY.budgets)
+    assert sum(GPU.budgets.values()) <= 480
+    assert set(GPU.budgets) == set(PARTS) == set(DRY.budgets)
 
 
 def test_nominal_peaks_by_gpu_name() -> None:
-    assert dc.nominal_for("NVIDIA H200")["bf16"] == pytest.approx(989, rel=0.01)
-    assert dc.nominal_for("NVIDIA H200")["tf32"] == pytest.approx(495, rel=0.01)
-    assert dc.nominal_for("NVIDIA A10G") is None and dc.nominal_for(None) is None
+    assert nominal_for("NVIDIA H200")["bf16"] == pytest.approx(989, rel=0.01)
+    assert nominal_for("NVIDIA H200")["tf32"] == pytest.approx(495, rel=0.01)
+    assert nominal_for("NVIDIA A10G") is None and nominal_for(None) is None
 
 
 def test_a_part_past_its_budget_is_killed_and_recorded(tmp_path) -> None:
     """The hard budget: a child that cannot finish in time (here: not even import torch) is killed."""
-    res = dc.run_child("env", dc.DRY, tmp_path, budget=0.3)
-    assert res["status"] == "timeout" and res["rc"] is None and res["wall_s"] < 30
+    res = run_child("env", DRY, tmp_path, budget=0.3)
+    assert res.status == "timeout" and res.rc is None and res.wall_s < 30
 
 
 def test_report_renders_a_half_finished_part() -> None:
-    from ffn_zoo.tools.device_report import markdown
-
-    report = {"dry_run": True, "started": "now", "wall_s": 1.0, "parts": {
-        "step": {"status": "timeout", "wall_s": 190, "budget_s": 190, "error": None,
+    report = from_json(Report, {"dry_run": True, "started": "now", "sizes": {}, "work": "w", "wall_s": 1.0, "parts": {
+        "step": {"status": "timeout", "rc": None, "wall_s": 190, "budget_s": 190, "error": None,
                  "result": {"batch": 64, "rows": [{"impl": "ours"}]}},
-        "glu": {"status": "failed", "wall_s": 3, "budget_s": 140, "error": "RuntimeError: boom", "result": {}}}}
+        "glu": {"status": "failed", "rc": 1, "wall_s": 3, "budget_s": 140, "error": "RuntimeError: boom",
+                "result": {}}}})
     md = markdown(report)
     assert "## 3. Training step — timeout" in md and "(incomplete" in md and "RuntimeError: boom" in md
-    assert not math.isnan(report["wall_s"])
+    assert "## 5. GLU variants, small scale — failed" in md and "(no table)" in md
+    assert not math.isnan(report.wall_s)
+
+
+def row(case: StepCase, tokens_per_s: float, batch: int = 8) -> StepRow:
+    return StepRow(case, batch, tokens_per_s, [tokens_per_s], 0.0, 1.0, 1.0, 0.5, None, None, 0.0, None)
+
+
+def test_step_ratios_pair_rows_by_case() -> None:
+    """ours / HF at the same precision, gated / GELU at the same compile, compile / eager: each from its pair."""
+    c = StepCase("ours", "gelu", "bf16-mixed", False, "tiny", 32)
+    rows = [row(c, 100.0), row(replace(c, impl="hf"), 50.0), row(replace(c, ffn="swiglu"), 80.0),
+            row(replace(c, compile=True), 150.0), row(replace(c, ffn="geglu", precision="tf32"), 10.0)]
+    ratios = {r.what: r.value for r in step_ratios(StepResult(rows=rows))}
+    assert ratios == {"ours / HF GPT-2 tokens/s, bf16-mixed": 2.0, "swiglu / gelu step time, bf16-mixed": 1.25,
+                      "compile / eager tokens/s, tiny bf16-mixed": 1.5}  # the tf32 geglu row has no tf32 gelu
+
+
+def test_results_round_trip_through_json() -> None:
+    """report.json's typed rows read back as the dataclasses they were written from."""
+    r = StepResult(peaks_tflops={"bf16": 1.0}, batch=8, rows=[row(StepCase("hf", "gelu", "tf32", False, "m", 4), 3.0)])
+    back = from_json(StepResult, json.loads(json.dumps(asdict(r))))
+    assert back == r and isinstance(back.rows[0].case, StepCase)
+    with pytest.raises(TypeError, match="no field"):
+        from_json(StepRow, {"case": asdict(r.rows[0].case), "typo": 1})
+
+
+def test_wheels_install_offline_for_the_parts_only(tmp_path) -> None:
+    """--wheels: a folder of wheels installed without an index into <work>/site, which the parts' children import
+    (here a hand-made one-module wheel); this process's own path is left as it was."""
+    import subprocess
+    import sys
+    import zipfile
+
+    from ffn_zoo.tools.device_check.cli import install_wheels
+    from ffn_zoo.tools.device_check.procs import child_env
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    with zipfile.ZipFile(wheels / "offline_probe-1.0-py3-none-any.whl", "w") as z:
+        z.writestr("offline_probe/__init__.py", "WHERE = 'carried'\n")
+        z.writestr("offline_probe-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: offline-probe\nVersion: 1.0\n")
+        z.writestr("offline_probe-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\n"
+                   "Tag: py3-none-any\n")
+        z.writestr("offline_probe-1.0.dist-info/RECORD", "")
+    site = tmp_path / "work" / "site"
+    assert install_wheels(wheels, site) == ["offline_probe-1.0-py3-none-any.whl"]
+    out = subprocess.run([sys.executable, "-c", "import offline_probe; print(offline_probe.WHERE)"],
+                         env=child_env(site), capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "carried", out.stderr
+    assert str(site) not in sys.path
