@@ -26,6 +26,24 @@ FINAL_METRICS: tuple[str, ...] = (
 )
 
 
+def ladder_hparams(metrics: dict[str, Any]) -> dict[str, int | str]:
+    """A ladder piece's place on its ladder (``metrics.json``'s ``ladder_*`` fields): ``ladder.role`` (trunk or
+    branch) and ``ladder.budget_tokens`` (a branch's budget; the trunk's tokens trained at constant lr), so the
+    HParams table and scatter can show loss against budget. Empty for a plain run."""
+    role = metrics.get("ladder_role")
+    if role not in ("trunk", "branch"):
+        return {}
+    tokens = metrics["ladder_budget_tokens"] if role == "branch" else metrics["tokens_seen"]
+    return {"ladder.role": role, "ladder.budget_tokens": int(tokens)}
+
+
+def metric_tags(last_val: Iterable[str], finals: Iterable[str]) -> list[str]:
+    """The metric columns: :data:`FINAL_METRICS` that were logged, then every extra held-out set's loss."""
+    logged = set(last_val) | set(finals)
+    extra = sorted(t for t in logged if t.startswith("val/") and t.endswith("/loss") and t not in FINAL_METRICS)
+    return [t for t in FINAL_METRICS if t in logged] + extra
+
+
 def _matches(key: str, entries: Iterable[str]) -> bool:
     return any(key == e or (e.endswith(".") and key.startswith(e)) for e in entries)
 

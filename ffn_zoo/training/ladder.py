@@ -227,9 +227,13 @@ def _finished(folder: Path) -> bool:
 
 
 def _settings(cfg: DictConfig) -> dict[str, Any]:
-    """What a continued ladder must share with the one it continues: network, data, seed and optimizer."""
+    """What a continued ladder must share with the one it continues: network, data, seed, optimizer and objective;
+    under MLM the ``mlm`` settings too (``mlm.mask_seed`` fixes the validation masks every budget is scored on)."""
     resolved = OmegaConf.to_container(cfg, resolve=True)
-    return {k: resolved.get(k) for k in (*MUST_MATCH, "optim")}
+    settings = {k: resolved.get(k) for k in (*MUST_MATCH, "optim", "objective")}
+    if settings["objective"] == "mlm":
+        settings["mlm"] = resolved.get("mlm")
+    return settings
 
 
 def ladder_root(cfg: DictConfig, run_dir: Path) -> Path:
@@ -261,6 +265,11 @@ def _open(root: Path, plan: Plan, cfg: DictConfig) -> list[str]:
         write_json(manifest, mine)
         return []
     saved = json.loads(manifest.read_text())
+    objective = saved["settings"].setdefault("objective", "clm")  # manifests from before MLM ladders: all causal
+    if objective != mine["settings"]["objective"]:
+        raise CheckpointError(f"ckpt_path: the ladder in {root} was trained with objective={objective} but this "
+                              f"command has objective={mine['settings']['objective']}; a ladder keeps its objective "
+                              f"(start the other one in a new folder)")
     diff = _first_difference(saved["settings"], mine["settings"], "")  # data.cache_dir and the like may differ
     if diff:
         raise CheckpointError(f"ckpt_path: the ladder in {root} has {diff[0]}={diff[1]} but this command has "

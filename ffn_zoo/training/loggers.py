@@ -12,7 +12,7 @@ from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from omegaconf import DictConfig, OmegaConf
 
 from ffn_zoo.errors import ConfigError, UnknownNameError
-from ffn_zoo.training.hparams import FINAL_METRICS, experiment_hparams, swept_hparams
+from ffn_zoo.training.hparams import experiment_hparams, ladder_hparams, metric_tags, swept_hparams
 from ffn_zoo.training.runs import SWEPT_KEYS_ENV, flatten_dict
 from ffn_zoo.training.tb_views import write_custom_scalars, write_hparams
 
@@ -73,13 +73,14 @@ def log_hparams(loggers: list[Logger], cfg: DictConfig, metrics: dict[str, Any],
     """What defines the experiment (``hparams.py``; swept keys first) with the final metrics: every logger gets
     the same names; TensorBoard's HParams tab shows them as columns side by side."""
     swept = [k for k in os.environ.get(SWEPT_KEYS_ENV, "").split(",") if k]
-    params = experiment_hparams(flatten_dict(OmegaConf.to_container(cfg, resolve=True)), swept)
+    ladder = ladder_hparams(metrics)  # a ladder's trunk or branch: its role and budget, first like a swept key
+    params = {**ladder, **experiment_hparams(flatten_dict(OmegaConf.to_container(cfg, resolve=True)), swept)}
     finals = {"train/mean_tokens_per_s": metrics["train_tokens_per_s"]} if metrics["train_tokens_per_s"] else {}
-    tags = [t for t in FINAL_METRICS if t in last_val or t in finals]
+    tags = metric_tags(last_val, finals)
     for logger in loggers:
         logger.log_metrics(finals, step=max(metrics["steps"] - 1, 0))  # Lightning's step index of the last step
         if isinstance(logger, TensorBoardLogger):
-            write_hparams(logger.experiment, params, swept_hparams(swept, params), tags)
+            write_hparams(logger.experiment, params, [*ladder, *swept_hparams(swept, params)], tags)
         else:
             logger.log_hyperparams(params)
         logger.save()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -166,3 +167,47 @@ def test_a_continued_ladder_keeps_its_warmup(tmp_path: Path) -> None:
     grown = cfg("optim.warmup=0.2", "ladder.budgets=[10240,20480]")  # a new smallest budget: a 4-step warm-up
     with pytest.raises(FFNZooError, match="has 2 warm-up steps but this command 4; a ladder grows only with the same warm-up"):
         _open(tmp_path, plan_of(grown), grown)
+
+
+MLM_GROW = [
+    ([], ["objective=mlm"], r"was trained with objective=clm but this command has objective=mlm; a ladder keeps its "
+                            r"objective"),
+    (["objective=mlm"], ["objective=mlm", "mlm.mask_seed=1"],
+     r"has mlm\.mask_seed=0 but this command has mlm\.mask_seed=1; continue it with its own settings"),
+    (["objective=mlm"], ["objective=mlm", "mlm.mask_prob=0.2"], r"has mlm\.mask_prob=0\.15 but this command has"),
+]
+
+
+@pytest.mark.parametrize("first, again, message", MLM_GROW, ids=["objective", "mask-seed", "mask-prob"])
+def test_a_continued_ladder_keeps_its_objective_and_masks(first: list, again: list, message: str, tmp_path: Path) -> None:
+    """Growing a causal ladder as MLM, or an MLM ladder with other masks (the validation masks every budget is
+    scored on), is one line; the grown budgets would not be comparable with the ones kept."""
+    from ffn_zoo.training.ladder import _open
+
+    def cfg(*o: str):
+        return compose(["model=tiny", "data.batch_size=16", "optim.schedule=wsd", "optim.warmup=2",
+                        "trainer.max_steps=20", "ladder.budgets=[5120,10240]", *o])
+
+    _open(tmp_path, plan_of(cfg(*first)), cfg(*first))
+    with pytest.raises(FFNZooError, match=message) as e:
+        _open(tmp_path, plan_of(cfg(*again)), cfg(*again))
+    assert "\n" not in str(e.value)
+
+
+def test_a_causal_ladder_from_before_objectives_were_recorded_still_grows(tmp_path: Path) -> None:
+    """Manifests written before MLM ladders have no ``objective`` in their settings: they are causal ladders."""
+    from ffn_zoo.training.ladder import MANIFEST, _open
+
+    def cfg(b: str):
+        return compose(["model=tiny", "data.batch_size=16", "optim.schedule=wsd", "optim.warmup=2",
+                        "trainer.max_steps=40", f"ladder.budgets={b}"])
+
+    _open(tmp_path, plan_of(cfg("[5120,10240]")), cfg("[5120,10240]"))
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    del manifest["settings"]["objective"]
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    assert _open(tmp_path, plan_of(cfg("[5120,10240,20480]")), cfg("[5120,10240,20480]")) == ["20480"]
+    with pytest.raises(FFNZooError, match="objective=clm but this command has objective=mlm"):
+        mlm = compose(["model=tiny", "data.batch_size=16", "optim.schedule=wsd", "optim.warmup=2",
+                       "trainer.max_steps=40", "ladder.budgets=[5120,10240,20480]", "objective=mlm"])
+        _open(tmp_path, plan_of(mlm), mlm)

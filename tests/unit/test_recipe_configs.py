@@ -21,6 +21,7 @@ BEFORE = {
     "glu_wikipedia_cpu": {**ADAMW, "warmup": 0.2},
     "glu_ladder_cpu": {**ADAMW, "warmup": 48, "schedule": "wsd"},
     "glu_recipe_cpu": {**ADAMW, "warmup": 48, "schedule": "wsd"},
+    "glu_ladder_mlm_cpu": {**ADAMW, "warmup": 48, "schedule": "wsd"},
 }
 
 
@@ -79,3 +80,16 @@ def test_adafactor_on_the_ladder_is_t5s_adafactor_with_a_cooldown() -> None:
     assert (o.name, o.lr, o.schedule, o.warmup, o.grad_clip) == ("adafactor", 1e-2, "wsd", 0, None)
     assert {k: v for k, v in o.items() if k not in ("schedule", "warmup")} == \
         {k: v for k, v in t5.items() if k not in ("schedule", "warmup")}
+
+
+def test_the_mlm_ladder_is_the_causal_ladder_with_bert_objective() -> None:
+    """Side by side (issue 22) means one difference: the objective. Every other setting, budgets included, is
+    glu_ladder_cpu's."""
+    from omegaconf import OmegaConf
+
+    from ffn_zoo.analysis.compare.runs import flatten
+
+    clm, mlm = (flatten(OmegaConf.to_container(compose([f"experiment={p}"]), resolve=True))
+                for p in ("glu_ladder_cpu", "glu_ladder_mlm_cpu"))
+    assert {k for k in clm.keys() | mlm.keys() if clm.get(k) != mlm.get(k)} == {"objective"}
+    assert (clm["objective"], mlm["objective"]) == ("clm", "mlm")
