@@ -28,6 +28,7 @@ from ffn_zoo.training.callbacks import StepProgressBar, ThroughputMonitor
 from ffn_zoo.training.checkpoint import check_checkpoint, resolve_ckpt_path
 from ffn_zoo.training.faults import GracefulStop, JobFailures, NonFiniteGuard, reliability_callbacks
 from ffn_zoo.training.instruments import build_activation_stats
+from ffn_zoo.training.jobs import failed_in_workers, job_threads
 from ffn_zoo.training.ladder import run_ladder
 from ffn_zoo.training.lit_module import LitLM
 from ffn_zoo.training.loggers import build_loggers, log_hparams, quiet_warnings, write_layouts
@@ -48,8 +49,8 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     validate_config(cfg)
     quiet_warnings()
     quiet_lightning()  # no "💡 Tip" lines
-    if cfg.impl.threads:
-        torch.set_num_threads(int(cfg.impl.threads))
+    if threads := job_threads(cfg.impl.threads):  # auto: cores ÷ the jobs side by side (jobs.py)
+        torch.set_num_threads(threads)
     torch.set_float32_matmul_precision(cfg.impl.matmul_precision)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
 
@@ -114,21 +115,32 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
 _failures = JobFailures()
 
 
+def register_launcher() -> None:
+    """hydra/launcher=parallel's class, named to Hydra: its plugin scan misses a package installed with ``pip -e``."""
+    from hydra.core.plugins import Plugins
+    from hydra_plugins.ffn_zoo_parallel.parallel_launcher import ParallelLauncher
+
+    Plugins.instance().register(ParallelLauncher)
+
+
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="train")
-def _hydra_task(cfg: DictConfig) -> None:
+def _hydra_task(cfg: DictConfig) -> dict[str, Any] | None:
+    """One job; returns its metrics (None when it failed: then its metrics.json says why)."""
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     with _failures.recorded(run_dir, sweep=hydra_cfg.mode == RunMode.MULTIRUN, cfg=cfg):  # metrics.json says why
         if cfg.ladder.budgets:  # a loss-vs-budget ladder: one trunk, a cooldown branch per budget (ladder.py)
-            run_ladder(cfg, run_dir, run)
-        else:
-            run(cfg, run_dir)
+            return run_ladder(cfg, run_dir, run)
+        return run(cfg, run_dir)
+    return None
 
 
 def main() -> None:
     os.environ[SWEPT_KEYS_ENV] = ",".join(swept_keys(sys.argv[1:]))  # a sweep's folders name what it sweeps
     register_resolvers()  # the ${ffnzoo_*:...} run-folder names in configs/train.yaml
+    register_launcher()  # hydra/launcher=parallel
     _hydra_task()
+    _failures.run_dirs += failed_in_workers()  # hydra/launcher=parallel: jobs that failed in its workers
     _failures.exit_if_any()
 
 

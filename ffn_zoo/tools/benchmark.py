@@ -9,7 +9,9 @@ For each case (model preset × FFN variant × seq len × batch × precision) it 
 - ``hf``       (``--peer hf``) ``transformers.GPT2LMHeadModel`` of the same shape (dense GELU, dropout 0,
                SDPA attention, loss through ``labels=``), same AdamW (fused) and clipping;
 - ``trainer``  (``--trainer``) the whole ``ffn_zoo.train.run`` (Lightning, data loader, logger, progress
-               bar, callbacks) over the same shape; its tokens/s comes from ``ThroughputMonitor``.
+               bar, callbacks) over the same shape; its tokens/s comes from ``ThroughputMonitor``;
+- GEMM floor   (``--gemm-floor``) our step's own matmul calls, as the profiler lists them, replayed alone back to
+               back (ffn_zoo/tools/gemm_floor.py): column ``×floor`` is our step time ÷ that replay's time.
 
 Repeats are interleaved (ours, hf, trainer, ours, hf, ...) with the GEMM peak re-probed in each repeat (MFU is
 against the best probe), so a neighbour process slows all of them alike; the table shows medians and the spread
@@ -43,6 +45,7 @@ from ffn_zoo.nn.flops import gemm_peak_flops, training_flops_per_token
 from ffn_zoo.training.lit_module import LitLM
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.training.optim import build_optimizer, param_groups
+from ffn_zoo.tools import gemm_floor
 
 PRECISIONS = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16}
 
@@ -71,6 +74,8 @@ class Result:
     load: list[float] = field(default_factory=list)
     peak_rss_mib: float | None = None  # peak RSS above the process's RSS before this model was built
     peak_dev_mib: float | None = None
+    floor_s: list[float] = field(default_factory=list)  # --gemm-floor: the step's GEMMs replayed, s per step
+    steps: int = 1  # timed steps per repeat
 
 
 # ---------------------------------------------------------------- memory
@@ -210,6 +215,10 @@ def _summary(r: Result, peak: dict[str, list[float]], peer: Result | None) -> di
     }
     if r.step_s:
         out["data_share"] = sum(r.data_s) / (sum(r.data_s) + sum(r.step_s))
+    if r.floor_s:  # per repeat: (step time per step) / (one replay of the step's GEMMs), then the median
+        out["gemm_floor_s"] = statistics.median(r.floor_s)
+        out["step_s"] = statistics.median(s / r.steps for s in r.step_s)
+        out["vs_gemm_floor"] = statistics.median(s / r.steps / f for s, f in zip(r.step_s, r.floor_s))
     if peer is not None and peer.tokens_per_s:
         # ratio per repeat (interleaved pairs), then the median: robust to a repeat both were slowed in
         ratios = [a / b for a, b in zip(tps, peer.tokens_per_s)]
@@ -220,7 +229,7 @@ def _summary(r: Result, peak: dict[str, list[float]], peer: Result | None) -> di
 def _table(rows: list[dict[str, Any]]) -> str:
     w = max([7] + [len(r["impl"]) for r in rows])
     head = f"{'model':9} {'ffn':7} {'seq':>4} {'B':>3} {'precision':10} {'impl':{w}} {'tok/s':>8} {'spread':>6} " \
-           f"{'MFU':>5} {'peak MiB':>8} {'data':>5} {'vs hf':>6} {'vs ours':>7}"
+           f"{'MFU':>5} {'peak MiB':>8} {'data':>5} {'vs hf':>6} {'vs ours':>7} {'×floor':>6}"
     lines = [head, "-" * len(head)]
     for r in rows:
         f = lambda k, fmt: format(r[k], fmt) if r.get(k) is not None else "-"  # noqa: E731
@@ -229,7 +238,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
             f"{r['model']:9} {r['ffn']:7} {r['seq']:>4} {r['batch']:>3} {r['precision']:10} {r['impl']:{w}} "
             f"{r['tokens_per_s']:>8.0f} {r['spread']:>6.1%} {r['mfu']:>5.2f} "
             f"{(format(mem, '.0f') if mem else '-'):>8} {f('data_share', '.1%'):>5} "
-            f"{f('vs_hf', '.2f'):>6} {f('vs_ours', '.2f'):>7}"
+            f"{f('vs_hf', '.2f'):>6} {f('vs_ours', '.2f'):>7} {f('vs_gemm_floor', '.2f'):>6}"
         )
     return "\n".join(lines)
 
@@ -245,6 +254,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--peer", choices=["hf"], default=None, help="also time HF GPT2LMHeadModel, interleaved")
     p.add_argument("--trainer", action="store_true", help="also time the whole train.py run (Lightning) per case")
     p.add_argument("--trainer-steps", type=int, default=30, help="steps of each --trainer run (first 5 untimed)")
+    p.add_argument("--gemm-floor", action="store_true",
+                   help="also time our step's own GEMMs alone (its matmul calls as torch.profiler lists them)")
     p.add_argument("--compile", action="store_true",
                    help="torch.compile our model (--ablate impl.compile=true times compiled beside eager instead)")
     p.add_argument("--ablate", nargs="*", default=[], metavar="KEY=VALUE",
@@ -277,6 +288,7 @@ def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
     # every stepper built (and warmed) up front, so each repeat times all of them back to back
     steppers: dict[tuple[Case, str], Stepper] = {}
     results: dict[tuple[Case, str], Result] = {}
+    floors: dict[Case, Callable[[], None]] = {}  # --gemm-floor: each case's GEMMs, replayed
     rng = np.random.default_rng(0)
     for case in cases:
         blocks = Blocks(rng.integers(0, args.vocab, size=(256, case.seq + 1), dtype=np.int64))  # (N, T + 1)
@@ -296,10 +308,17 @@ def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
                 torch.cuda.reset_peak_memory_stats()
             stepper.run(args.warmup)  # optimizer state allocated here, so the peak includes it
             hwm = _rss_mib()
-            res = Result(case, impl, flops, peak_rss_mib=hwm - rss_before if hwm and rss_before else None)
+            res = Result(case, impl, flops, peak_rss_mib=hwm - rss_before if hwm and rss_before else None,
+                         steps=args.steps)
             if device != "cpu":
                 res.peak_dev_mib = torch.cuda.max_memory_allocated() / 2**20
             steppers[(case, impl)], results[(case, impl)] = stepper, res
+            if args.gemm_floor and impl == "ours":
+                profiled = gemm_floor.profile_gemms(lambda: stepper.run(1))
+                floors[case] = gemm_floor.replay(profiled.gemms, PRECISIONS[case.precision], device)
+                floors[case]()  # warm-up: its tensors allocated, the BLAS kernels chosen
+                print(f"GEMM floor {case.model} {case.ffn} B{case.batch} {case.precision}: "
+                      f"{gemm_floor.describe(profiled)}", flush=True)
 
     peak: dict[str, list[float]] = {p: [] for p in args.precision}
     with tempfile.TemporaryDirectory(prefix="ffnzoo-bench-") as tmp:
@@ -318,6 +337,11 @@ def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
                         res.data_s.append(data_s)
                         res.step_s.append(step_s)
                         res.tokens_per_s.append(args.steps * case.batch * case.seq / (data_s + step_s))
+                        if impl == "ours" and case in floors:  # right after the steps it is the floor of
+                            t0 = time.perf_counter()
+                            for _ in range(args.steps):
+                                floors[case]()
+                            res.floor_s.append((time.perf_counter() - t0) / args.steps)
                     res.load.append(os.getloadavg()[0])
 
     rows = []

@@ -15,6 +15,7 @@ from ffn_zoo.nn.ffn import FFN_VARIANTS, FFNVariant
 from ffn_zoo.nn.flops import gemm_peak_flops, training_flops_per_token
 from ffn_zoo.nn.model import INITS, TransformerLM
 from ffn_zoo.training.checkpoint import disk_need, write_json
+from ffn_zoo.training.jobs import threads_note
 from ffn_zoo.training.lit_module import LitLM
 from ffn_zoo.training.optim import describe_optim
 
@@ -37,7 +38,8 @@ def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: st
         f"data     {corpus_desc}",
         f"budget   {cfg.trainer.max_steps} steps × {cfg.data.batch_size} × {cfg.data.seq_len} tokens, seed {cfg.seed}",
         describe_optim(cfg.optim, cfg.trainer.max_steps),
-        f"device   {device}, precision {cfg.impl.precision}, {torch.get_num_threads()} threads",
+        f"device   {device}, precision {cfg.impl.precision}, {torch.get_num_threads()} threads"
+        + threads_note(cfg.impl.threads),
     ]
 
 

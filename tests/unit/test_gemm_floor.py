@@ -1,0 +1,33 @@
+"""The GEMM floor (ffn_zoo/tools/gemm_floor.py): the profiler's matmul calls of a step, forward and backward, replayed."""
+
+from __future__ import annotations
+
+import torch
+
+from ffn_zoo.tools import gemm_floor
+from ffn_zoo.tools.benchmark import benchmark
+
+
+def test_a_linear_layers_forward_and_backward_gemms_are_found_once_each() -> None:
+    layer = torch.nn.Linear(16, 32)
+    x = torch.randn(8, 16, requires_grad=True)
+
+    def step() -> None:
+        layer(x).sum().backward()
+
+    profiled = gemm_floor.profile_gemms(step)
+    shapes = sorted(g.shapes for g in profiled.gemms)
+    # forward: bias + x @ W^T; backward: dL/dx = g @ W and dL/dW = g^T @ x; each listed once (no nested double count)
+    assert shapes == sorted([((32,), (8, 16), (16, 32)), ((8, 32), (32, 16)), ((32, 8), (8, 16))]), shapes
+    assert sum(g.flops() for g in profiled.gemms) == 3 * 2 * 8 * 16 * 32
+    assert 0 < profiled.gemm_share <= 1.5  # profiler overhead may count the calls' time generously
+    run = gemm_floor.replay(profiled.gemms, torch.float32, "cpu")
+    run()  # the same calls, on random inputs of those shapes, without error
+
+
+def test_bench_reports_the_step_against_its_gemm_floor() -> None:
+    rows = benchmark(["--model", "tiny", "--seq", "16", "--batch", "2", "--vocab", "256", "--repeats", "2",
+                      "--steps", "1", "--warmup", "1", "--threads", "1", "--device", "cpu", "--gemm-floor"])
+    (row,) = rows
+    assert row["gemm_floor_s"] > 0 and row["step_s"] > 0
+    assert row["vs_gemm_floor"] > 0
