@@ -90,7 +90,7 @@ def outcome(run_dir: Path, value: Any) -> dict[str, Any]:
         tps = metrics.get("train_tokens_per_s")
         detail = ", ".join(s for s in [f"val/loss {loss:.4f}" if loss is not None else "",
                                         f"{tps:,.0f} tok/s" if tps else "",
-                                        f"{metrics.get('wall_s', 0):.0f} s"] if s)
+                                        f"{metrics.get('wall_s', 0):.3g} s"] if s)
     elif status == "interrupted":
         detail = f"{metrics.get('signal')} at step {metrics.get('steps')}; resume: {metrics.get('resume')}"
     else:
@@ -141,6 +141,7 @@ def run_in_worker(idx: int, overrides: Sequence[str], hydra_context: HydraContex
         result = {"status": "failed", "detail": f"{type(e).__name__}: {e}", "metrics": {}}
     finally:
         _job_running = False
+    name = run_dir.name if run_dir else name  # the folder names what differs between jobs
     return {"idx": idx, "name": name, "run_dir": str(run_dir) if run_dir else None, **result}
 
 
