@@ -3,12 +3,17 @@ process slows torch many-fold, so nothing here times anything. Plain helpers: te
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 import torch
+from filelock import FileLock
 
-from tests.helpers import SHARED_DATA
+from tests.helpers import SHARED_DATA, TrainOnce, only_run, run_train
 
 torch.set_num_threads(1)
 
@@ -19,3 +24,24 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"../shared/data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def train_once(tmp_path_factory: pytest.TempPathFactory) -> TrainOnce:
+    """``train_once(name, args)``: the run folder of ``train.py <args>``, trained once per ``pytest`` however many
+    tests and xdist workers ask for it: the first asker trains under a file lock, the others wait, then read it.
+    The folder is shared, so a test only reads it (and trains its own runs under ``tmp_path``)."""
+    shared = tmp_path_factory.getbasetemp()  # this session's pytest-N/, or a worker's pytest-N/popen-gwK/
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the folder above every worker's own
+
+    def once(name: str, args: list[str]) -> Path:
+        root = shared / f"once-{name}-{hashlib.sha256(json.dumps(args).encode()).hexdigest()[:12]}"
+        with FileLock(f"{root}.lock"):
+            if not (root / "trained").is_file():  # the first asker, or one after a failed try
+                shutil.rmtree(root, ignore_errors=True)
+                run_train(args, root)
+                (root / "trained").touch()
+        return only_run(root)
+
+    return once

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = (REPO.parent / "shared" / "data").resolve()
@@ -47,6 +47,9 @@ def run_train(args: list[str], tmp_path: Path, timeout: int = 300, check: bool =
     if check and proc.returncode != 0:
         raise AssertionError(f"train.py failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
+
+
+TrainOnce = Callable[[str, list[str]], Path]  # conftest's train_once fixture: (name, train.py args) -> run folder
 
 
 # a few steps of model=tiny: every error below comes before or at the first optimizer step

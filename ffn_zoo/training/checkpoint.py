@@ -334,7 +334,9 @@ def resume_command(ckpt: Path | None) -> str:
         if fixed_run_dir():  # the resumed run goes on in the same folder, as a requeued job would
             args.append(f'hydra.run.dir="{Path(HydraConfig.get().runtime.output_dir).resolve()}"')
     script = os.path.basename(sys.argv[0]) if sys.argv else ""
-    # an installed entry point (ffn-zoo-train) is run by its name; anything else as the repo's train.py
-    prog = [script] if script and not script.endswith(".py") and "pytest" not in script else ["python", "train.py"]
+    # an installed entry point (ffn-zoo-train) is run by its name; anything else (train.py, python -c, pytest and its
+    # xdist workers, which run as python -c) as the repo's train.py
+    named = script and script != "-c" and not script.endswith(".py") and "pytest" not in script
+    prog = [script] if named else ["python", "train.py"]
     # quoted for Hydra too: a run folder name holds "," and "=", which an unquoted override value may not
     return shlex.join([*prog, *args, *([f'ckpt_path="{ckpt.resolve()}"'] if ckpt else [])])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import TIMING, assert_same_state, only_run, run_train, tiny
+from tests.helpers import TIMING, TrainOnce, assert_same_state, only_run, run_train, tiny
 from tests.helpers import results as metrics_without
 
 pytestmark = pytest.mark.smoke
@@ -38,10 +38,8 @@ def val_points(run_dir: Path) -> dict[int, float]:
 
 
 @pytest.fixture(scope="module")
-def ladder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("ladder")
-    run_train(LADDER, root)
-    return only_run(root)
+def ladder(train_once: TrainOnce) -> Path:
+    return train_once("ladder", LADDER)
 
 
 def test_layout_and_cost(ladder: Path) -> None:

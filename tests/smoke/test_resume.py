@@ -13,17 +13,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import OLD_CKPT, OLD_CKPT_ARGS, REPO, assert_same_state, only_run, results, run_train, tiny
+from tests.helpers import (OLD_CKPT, OLD_CKPT_ARGS, REPO, TrainOnce, assert_same_state, only_run, results, run_train,
+                           tiny)
 
 pytestmark = pytest.mark.smoke
 
 # dropout > 0 so that a resume is exact only if the training RNG stream is restored too
 ARGS = tiny("trainer.max_steps=20", "trainer.val_check_interval=10", "checkpoint.every_n_steps=5", "model.dropout=0.1")
+
+
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("a")
-    run_train(ARGS, root)
-    return only_run(root)
+def uninterrupted(train_once: TrainOnce) -> Path:
+    return train_once("uninterrupted", ARGS)
 
 
 def test_same_seed_twice_gives_identical_metrics(uninterrupted: Path, tmp_path: Path) -> None:
