@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from omegaconf import OmegaConf
 
 from ffn_zoo import build_ffn
-from ffn_zoo.training.build import CONFIG_DIR, ffn_hidden
+from ffn_zoo.training.build import CONFIG_DIR, compose, ffn_hidden
 from ffn_zoo.errors import ConfigError, UnknownNameError
 from ffn_zoo.nn.activations import ACTIVATIONS
 from ffn_zoo.nn.ffn import FFN_VARIANTS, DenseFFN, GatedFFN, check_variant_spec, gated_hidden_width, make_ffn
@@ -33,8 +33,15 @@ def test_one_yaml_per_variant() -> None:
 
 
 @pytest.mark.parametrize("path", YAMLS, ids=lambda p: p.stem)
+def test_a_variant_yaml_is_its_name_form_and_activation(path: Path) -> None:
+    """What every variant shares lives once, in train.yaml's ``ffn:``; a variant's yaml names only its own pair."""
+    assert set(OmegaConf.load(path)) == {"name", "gated", "activation"}, (
+        f"{path.name}: give only name, gated and activation; shared FFN settings go in configs/train.yaml ffn:")
+
+
+@pytest.mark.parametrize("path", YAMLS, ids=lambda p: p.stem)
 def test_variant_from_yaml(path: Path) -> None:
-    cfg = OmegaConf.load(path)
+    cfg = compose([f"ffn={path.stem}"]).ffn  # the yaml merged over the shared settings, as train.py sees it
     check_variant_spec(cfg.name, cfg.gated, cfg.activation)  # the yaml says what the name means
     d_model, d_ff = 32, 96
     ffn = make_ffn(cfg.gated, cfg.activation, d_model, ffn_hidden(cfg, d_ff), bias=True).double()
