@@ -165,10 +165,13 @@ def build_ffn(
 
 
 def check_variant_spec(name: str, gated: bool, activation: str) -> None:
-    """Refuse a config whose (gated, activation) contradicts a known variant's name.
+    """Refuse an unknown activation, and a config whose (gated, activation) contradicts a known variant's name.
 
-    This is what keeps ``swiglu`` from silently meaning plain SiLU: a custom pair must get its own name.
+    The second is what keeps ``swiglu`` from silently meaning plain SiLU: a custom pair must get its own name.
+    The first comes first: a typo (``activation: elo``) is not a custom pair and must not be advised to be one.
     """
+    if activation not in ACTIVATIONS:
+        raise UnknownNameError("ffn.activation", activation, ACTIVATIONS)
     if name in FFN_VARIANTS:
         v = FFN_VARIANTS[name]
         if (v.gated, v.activation) != (bool(gated), activation):
@@ -176,5 +179,3 @@ def check_variant_spec(name: str, gated: bool, activation: str) -> None:
                 f"ffn.name={name} means gated={v.gated}, activation={v.activation}, but the config says "
                 f"gated={gated}, activation={activation}; give a custom pair its own name, e.g. ffn.name=my_{activation}"
             )
-    elif activation not in ACTIVATIONS:
-        raise UnknownNameError("activation", activation, ACTIVATIONS)

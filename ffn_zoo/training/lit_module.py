@@ -1,4 +1,5 @@
-"""LightningModule: next-token cross-entropy, AdamW + warm-up/cosine, exact whole-split validation."""
+"""LightningModule: the objective's cross-entropy (next-token or masked, ``objectives.py``), the optimizer and lr
+schedule that ``optim`` names (``optim.py``), exact whole-split validation."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ from tests.helpers import run_train, train
 SETTINGS = [  # (overrides, what the one-line message must say)
     (["data.name=foo"], r"unknown data 'foo'; valid: .*toy"),
     (["optim.name=sgd"], r"unknown optim 'sgd'; valid: adafactor, adamw"),
-    (["ffn.activation=foo"], r"ffn.name=gelu means .*activation=foo"),
+    (["ffn.activation=elo"], r"^unknown ffn.activation 'elo'; valid: gelu, .*, silu"),
+    (["ffn.gated=true"], r"ffn.name=gelu means gated=False, activation=gelu, but the config says gated=True"),
     (["model.n_heads=3"], r"model.d_model=64 is not divisible by model.n_heads=3; pick n_heads from \[1, 2, 4"),
     (["trainer.max_steps=0"], r"trainer.max_steps must be > 0, got 0"),
     (["trainer.max_steps=-5"], r"trainer.max_steps must be > 0, got -5"),

@@ -106,6 +106,13 @@ def test_swiglu_cannot_silently_mean_silu() -> None:
     check_variant_spec("my_mish_glu", True, "mish")  # a custom pair under its own name is fine
 
 
+def test_a_typo_in_a_variant_activation_is_an_unknown_activation() -> None:
+    """``activation: elo`` in configs/ffn/gelu.yaml is a typo, not a custom pair: say so, and list what is valid."""
+    with pytest.raises(UnknownNameError) as e:
+        check_variant_spec("gelu", False, "elo")
+    assert str(e.value) == f"unknown ffn.activation 'elo'; valid: {', '.join(sorted(ACTIVATIONS))}"
+
+
 def test_unknown_variant_lists_valid() -> None:
     with pytest.raises(UnknownNameError, match="geglu.*swiglu|swiglu"):
         build_ffn("swishglu", 768, 3072)
