@@ -1,15 +1,16 @@
 """Writes a reader sees whole or not at all: a temporary file beside the target, fsync, rename.
 
-One helper for every file the project writes in place of an older one (checkpoints, ``metrics.json``, the
-data cache's token arrays and tokenizers), so a crash or a full disk leaves the previous file, never half
-of one. Below the data and training layers: it imports nothing of the project.
+One helper for every file the project writes in place of an older one (checkpoints, ``metrics.json`` and
+the other JSON records, the data cache's token arrays and tokenizers), so a crash or a full disk leaves the
+previous file, never half of one. Below the data and training layers: it imports nothing of the project.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import Any, BinaryIO, Callable
 
 
 def os_error(error: BaseException) -> OSError | None:
@@ -56,3 +57,8 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """:func:`atomic_write` of bytes already in memory."""
     atomic_write(path, lambda f: f.write(data))
+
+
+def write_json(path: Path, record: dict[str, Any]) -> None:
+    """``metrics.json``, a ladder's manifest and other records, in one format (2-space indent, a final newline)."""
+    atomic_write_bytes(path, (json.dumps(record, indent=2) + "\n").encode())

@@ -32,6 +32,10 @@ class DataError(FFNZooError):
     """A data file or corpus is missing, empty or malformed; the message names the file."""
 
 
+class CheckpointError(FFNZooError):
+    """``ckpt_path`` is missing, unreadable, or from another model; the message names the file."""
+
+
 def require_positive(**values: float | int | None) -> None:
     """Raise ConfigError naming the first setting that is not > 0 (None is allowed: 'unset')."""
     for name, value in values.items():

@@ -25,8 +25,9 @@ from ffn_zoo.data.datamodule import LMDataModule
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.training.build import config_dir, model_config, validate_config
 from ffn_zoo.training.callbacks import StepProgressBar, ThroughputMonitor
-from ffn_zoo.training.checkpoint import check_checkpoint, resolve_ckpt_path
-from ffn_zoo.training.faults import GracefulStop, JobFailures, NonFiniteGuard, reliability_callbacks
+from ffn_zoo.training.checkpoint import check_checkpoint, must_match
+from ffn_zoo.training.faults import (GracefulStop, JobFailures, NonFiniteGuard, refused_writes_before_the_job,
+                                     reliability_callbacks)
 from ffn_zoo.training.instruments import build_activation_stats
 from ffn_zoo.training.jobs import failed_in_workers, job_threads
 from ffn_zoo.training.ladder import run_ladder
@@ -34,7 +35,7 @@ from ffn_zoo.training.lit_module import LitLM
 from ffn_zoo.training.loggers import build_loggers, log_hparams, quiet_warnings, write_layouts
 from ffn_zoo.training.objectives import model_vocab_size, prepare_objective
 from ffn_zoo.training.progress import ValidationLines, interactive, quiet_lightning
-from ffn_zoo.training.runs import SWEPT_KEYS_ENV, register_resolvers, swept_keys
+from ffn_zoo.training.runs import SWEPT_KEYS_ENV, register_resolvers, resume_point, swept_keys
 from ffn_zoo.training.scale import trainer_kwargs
 from ffn_zoo.training.summary import print_banner, run_metrics, write_metrics
 
@@ -61,8 +62,8 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     module = LitLM(model, cfg.optim, cfg.trainer.max_steps, corpus.optimal_val_loss, corpus.val_bytes, objective,
                    val_sets=[(name, s.val_bytes) for name, s in corpus.extra_val.items()])  # data.extra_val
     datamodule = LMDataModule(corpus, cfg.data.batch_size, cfg.data.val_batch_size, cfg.seed, cfg.impl.num_workers)
-    ckpt_path = resolve_ckpt_path(cfg, run_dir)  # None: a fresh run (runs.py says where "last" looks)
-    resume_step = check_checkpoint(ckpt_path, module, cfg) if ckpt_path else None  # names the first mismatch
+    ckpt_path = resume_point(cfg.ckpt_path, Path(cfg.log_dir), run_dir)  # None: fresh (runs.py: where "last" looks)
+    resume_step = check_checkpoint(ckpt_path, module, must_match(cfg)) if ckpt_path else None  # names a mismatch
     safety = reliability_callbacks(cfg, run_dir)  # checkpoints, RNG stream, NaN guard, signals (faults.py)
 
     throughput = ThroughputMonitor(cfg.data.batch_size * cfg.data.seq_len)
@@ -73,7 +74,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
            "enable_progress_bar": show_bar},
         precision=cfg.impl.precision,
         gradient_clip_val=cfg.optim.grad_clip or None,
-        logger=build_loggers(cfg.logger, run_dir) or False,
+        logger=build_loggers(cfg.logger, run_dir, resume_step) or False,  # a resume drops the killed run's later steps
         callbacks=[throughput, StepProgressBar(refresh_rate=5) if show_bar else ValidationLines(throughput)]
         + ([act_stats] if act_stats else []) + safety + list(callbacks),
         default_root_dir=str(run_dir),
@@ -128,7 +129,8 @@ def _hydra_task(cfg: DictConfig) -> dict[str, Any] | None:
     """One job; returns its metrics (None when it failed: then its metrics.json says why)."""
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
-    with _failures.recorded(run_dir, sweep=hydra_cfg.mode == RunMode.MULTIRUN, cfg=cfg):  # metrics.json says why
+    sweep = hydra_cfg.mode == RunMode.MULTIRUN
+    with _failures.recorded(run_dir, sweep, cfg.ckpt_path, Path(cfg.log_dir)):  # metrics.json says why
         if cfg.ladder.budgets:  # a loss-vs-budget ladder: one trunk, a cooldown branch per budget (ladder.py)
             return run_ladder(cfg, run_dir, run)
         return run(cfg, run_dir)
@@ -139,7 +141,8 @@ def main() -> None:
     os.environ[SWEPT_KEYS_ENV] = ",".join(swept_keys(sys.argv[1:]))  # a sweep's folders name what it sweeps
     register_resolvers()  # the ${ffnzoo_*:...} run-folder names in configs/train.yaml
     register_launcher()  # hydra/launcher=parallel
-    _hydra_task()
+    with refused_writes_before_the_job():  # a full disk while Hydra writes .hydra/: one line, not its traceback
+        _hydra_task()
     _failures.run_dirs += failed_in_workers()  # hydra/launcher=parallel: jobs that failed in its workers
     _failures.exit_if_any()
 

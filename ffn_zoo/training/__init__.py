@@ -1,2 +1,3 @@
 """Training pieces ``train.py`` puts in order: configs -> model (build), LightningModule, objectives, optimizers,
-checkpoints, faults, instruments, callbacks, loggers, run folders (runs), the banner and metrics.json (summary)."""
+checkpoints, the RNG stream (rng), faults (debug: the tests' fault injection), instruments, callbacks, loggers, run
+folders and what ``ckpt_path`` resumes (runs), the banner and metrics.json (summary)."""

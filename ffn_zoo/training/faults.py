@@ -1,5 +1,5 @@
-"""Faults during training: non-finite loss or gradients, SIGTERM/SIGINT, a full disk, failed sweep jobs,
-and the fault injection (``debug.*``) the tests use to produce each of them on purpose."""
+"""Faults during training: non-finite loss or gradients, SIGTERM/SIGINT, a full disk, failed sweep jobs. The fault
+injection (``debug.*``) the tests use to produce each of them on purpose lives in ``debug.py``."""
 
 from __future__ import annotations
 
@@ -11,17 +11,18 @@ import threading
 import traceback
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, Iterator
 
 import lightning as L
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from ffn_zoo.atomic import atomic_write, os_error
-from ffn_zoo.errors import ConfigError, FFNZooError
-from ffn_zoo.training.checkpoint import (CheckpointError, Checkpointing, DirectCheckpointIO, TrainRNG, load_checkpoint,
-                                        resolve_ckpt_path, resume_command, write_json)
-from ffn_zoo.training.runs import CKPT_DIR
+from ffn_zoo.atomic import atomic_write, os_error, write_json
+from ffn_zoo.errors import CheckpointError, ConfigError, FFNZooError
+from ffn_zoo.training.checkpoint import Checkpointing, load_checkpoint
+from ffn_zoo.training.debug import FaultInjection
+from ffn_zoo.training.rng import TrainRNG
+from ffn_zoo.training.runs import CKPT_DIR, LAST_CKPT, resume_command, resume_point
 
 NONFINITE_POLICIES = ("stop", "skip")
 
@@ -145,69 +146,6 @@ class GracefulStop(L.Callback):
         raise SystemExit(128 + self.signum)  # SystemExit: a sweep stops here too (Hydra catches only Exception)
 
 
-class FullDisk:
-    """A file that fills up: its writes fail with ENOSPC once ``room`` bytes are in, as on a full disk."""
-
-    def __init__(self, f: BinaryIO, room: int) -> None:
-        self.f, self.room = f, room
-
-    def write(self, data: bytes) -> int:
-        n = self.f.write(bytes(data[:max(self.room, 0)]))
-        self.room -= len(data)
-        if self.room < 0:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return n
-
-    def flush(self) -> None:
-        self.f.flush()
-
-
-class FullDiskIO(DirectCheckpointIO):
-    """The ``n``-th checkpoint write of this process (last.ckpt and best.ckpt alike) hits a full disk halfway."""
-
-    def __init__(self, n: int) -> None:
-        super().__init__()
-        self.n, self.writes = n, 0
-
-    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
-        self.writes += 1
-        if self.writes != self.n:
-            return super().save_checkpoint(checkpoint, path)
-        atomic_write(Path(path), lambda f: torch.save(checkpoint, FullDisk(f, room=4096)))
-
-
-class FaultInjection(L.Callback):
-    """``debug.inject_nan_at_step``: the model's output is NaN in that step (1-based); ``debug.crash_at_step``:
-    a RuntimeError (a bug, as far as train.py knows); ``debug.kill_at_step``: SIGKILL right after that
-    step's checkpoints are written; ``debug.disk_full_at_checkpoint``: the n-th checkpoint write fails with
-    ENOSPC after 4 KiB. For tests; never set in a research run."""
-
-    def __init__(self, inject_nan_at_step: int | None, crash_at_step: int | None, kill_at_step: int | None,
-                 disk_full_at_checkpoint: int | None = None) -> None:
-        self.nan_step, self.crash_step, self.kill_step = inject_nan_at_step, crash_at_step, kill_at_step
-        self.disk_full_at = disk_full_at_checkpoint
-        self._hook: Any = None
-
-    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
-        if self.disk_full_at is not None:
-            trainer.strategy.checkpoint_io = FullDiskIO(int(self.disk_full_at))
-
-    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
-        step = trainer.global_step + 1
-        if step == self.crash_step:
-            raise RuntimeError(f"injected crash at step {step} (debug.crash_at_step)")
-        if step == self.nan_step:
-            net = getattr(pl_module, "model", pl_module)  # LitLM calls its network directly, not self()
-            self._hook = net.register_forward_hook(lambda m, i, out: out * float("nan"))
-
-    def on_train_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
-        if self._hook is not None:
-            self._hook.remove()
-            self._hook = None
-        if trainer.global_step == self.kill_step:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
 def reliability_callbacks(cfg: DictConfig, run_dir: Path) -> list[L.Callback]:
     """Checkpoints, the training RNG stream, the non-finite guard, signal handling and fault injection.
 
@@ -249,11 +187,12 @@ class WriteFailed(FFNZooError):
         self.record = record
 
 
-def last_good_checkpoint(cfg: DictConfig, run_dir: Path) -> tuple[Path, int] | None:
-    """The newest ``last.ckpt`` that loads, of this run folder or the one it resumed from, with its step."""
-    candidates = [run_dir / CKPT_DIR / "last.ckpt"]
+def last_good_checkpoint(run_dir: Path, ckpt_path: Any, log_dir: Path) -> tuple[Path, int] | None:
+    """The newest ``last.ckpt`` that loads, of this run folder or the one it resumes from (``ckpt_path``, looked
+    up under ``log_dir``), with its step."""
+    candidates = [run_dir / LAST_CKPT]
     with suppress(FFNZooError):
-        candidates.append(resolve_ckpt_path(cfg, run_dir))
+        candidates.append(resume_point(ckpt_path, log_dir, run_dir))
     good = []
     for path in dict.fromkeys(c for c in candidates if c is not None and c.is_file()):
         with suppress(CheckpointError):
@@ -261,7 +200,7 @@ def last_good_checkpoint(cfg: DictConfig, run_dir: Path) -> tuple[Path, int] | N
     return max(good, key=lambda g: g[1]) if good else None
 
 
-def _what_failed(error: BaseException, refused: OSError, run_dir: Path) -> str:
+def _what_failed(error: BaseException, refused: OSError, run_dir: Path | None) -> str:
     """The file a refused write was for: its name when the OS gave one, else the writer, from the traceback."""
     if refused.filename:
         return str(refused.filename)
@@ -270,16 +209,27 @@ def _what_failed(error: BaseException, refused: OSError, run_dir: Path) -> str:
     if tensorboard:  # its writer thread appends to the events file; the innermost frame holds its name
         name = next((f.f_locals["filename"] for f in reversed(tensorboard) if "filename" in f.f_locals), None)
         return f"the TensorBoard events {name}" if name else f"the TensorBoard events in {run_dir}"
-    return f"a file of the run in {run_dir} (the OS named none)"
+    # a buffered file reports its full disk nameless, on write or close: the innermost open file being written
+    written = [v.name for f in reversed(frames) for v in f.f_locals.values()
+               if isinstance(getattr(v, "name", None), str) and callable(getattr(v, "write", None))]
+    if written:
+        return written[0]
+    return f"a file of the run in {run_dir} (the OS named none)" if run_dir else "a file (the OS named none)"
 
 
-def write_failure(error: BaseException, cfg: DictConfig, run_dir: Path) -> WriteFailed | None:
-    """``error`` as a one-line :class:`WriteFailed` when the OS refused a write (ENOSPC, ...), else None."""
+def _reason(refused: OSError) -> str:
+    return f"{refused.strerror} ({errno.errorcode.get(refused.errno, refused.errno)})"
+
+
+def write_failure(error: BaseException, run_dir: Path, ckpt_path: Any, log_dir: Path) -> WriteFailed | None:
+    """``error`` as a one-line :class:`WriteFailed` when the OS refused a write (ENOSPC, ...), else None.
+
+    ``ckpt_path`` and ``log_dir`` as the run has them: the last good checkpoint may be the one it resumed from.
+    """
     refused = os_error(error)
     if refused is None or refused.errno not in WRITE_ERRNOS:
         return None
-    reason = f"{refused.strerror} ({errno.errorcode.get(refused.errno, refused.errno)})"
-    last = last_good_checkpoint(cfg, run_dir)
+    last = last_good_checkpoint(run_dir, ckpt_path, log_dir)
     command = resume_command(last[0] if last else None)
     record: dict[str, Any] = {"checkpoint": str(last[0]) if last else None, "checkpoint_step": last and last[1],
                               "resume": command}
@@ -287,11 +237,11 @@ def write_failure(error: BaseException, cfg: DictConfig, run_dir: Path) -> Write
         where = f"last good checkpoint {last[0]} (step {last[1]}, loads); free space, then resume: {command}"
     else:
         where = f"no checkpoint was written; free space, then run again: {command}"
-    return WriteFailed(f"could not write {_what_failed(error, refused, run_dir)}: {reason}; {where}", record)
+    return WriteFailed(f"could not write {_what_failed(error, refused, run_dir)}: {_reason(refused)}; {where}", record)
 
 
 @contextmanager
-def write_failures_as_errors(cfg: DictConfig, run_dir: Path) -> Iterator[None]:
+def write_failures_as_errors(run_dir: Path, ckpt_path: Any, log_dir: Path) -> Iterator[None]:
     """Turn an OS-refused write anywhere in the run (checkpoint, logger, metrics.json) into a WriteFailed.
 
     A writer thread (TensorBoard's) that dies of it stays quiet: the main thread re-raises its error and reports it.
@@ -306,12 +256,44 @@ def write_failures_as_errors(cfg: DictConfig, run_dir: Path) -> Iterator[None]:
     try:
         yield
     except Exception as e:
-        failed = write_failure(e, cfg, run_dir)
+        failed = write_failure(e, run_dir, ckpt_path, log_dir)
         if failed is None:
             threading.excepthook = previous
             raise
         raise failed from e  # the hook stays: the dying writer thread may print after this
     threading.excepthook = previous
+
+
+@contextmanager
+def refused_writes_before_the_job() -> Iterator[None]:
+    """Hydra makes the run folder and writes ``.hydra/`` before the job starts, outside :class:`JobFailures`,
+    and would report a full disk there with its own traceback; inside this, it is the project's one line (exit 1).
+
+    Wraps the function Hydra's entry point reports errors with (``hydra._internal.utils.run_and_report``; no
+    public hook sees them): refused writes are reported here, every other error as Hydra reports it.
+    """
+    import hydra._internal.utils as hydra_internal
+
+    report = hydra_internal.run_and_report
+
+    def run_and_report(func: Any) -> Any:
+        def refused_write_as_one_line() -> Any:
+            try:
+                return func()
+            except Exception as e:
+                refused = os_error(e)
+                if refused is None or refused.errno not in WRITE_ERRNOS:
+                    raise
+                print(f"error: could not write {_what_failed(e, refused, None)}: {_reason(refused)}, before training "
+                      f"started; free space, then run the same command again", file=sys.stderr, flush=True)
+                raise SystemExit(1) from None  # SystemExit: Hydra's reporter catches only Exception
+        return report(refused_write_as_one_line)
+
+    hydra_internal.run_and_report = run_and_report
+    try:
+        yield
+    finally:
+        hydra_internal.run_and_report = report
 
 
 def record_failure(run_dir: Path, error: BaseException, with_traceback: bool) -> bool:
@@ -343,9 +325,10 @@ class JobFailures:
         self.run_dirs: list[str] = []
 
     @contextmanager
-    def recorded(self, run_dir: Path, sweep: bool, cfg: DictConfig) -> Iterator[None]:
+    def recorded(self, run_dir: Path, sweep: bool, ckpt_path: Any, log_dir: Path) -> Iterator[None]:
+        """Run the job's body; a failure is recorded in ``run_dir`` (``ckpt_path``, ``log_dir``: write_failure's)."""
         try:
-            with write_failures_as_errors(cfg, run_dir):  # a full disk: a one-line WriteFailed
+            with write_failures_as_errors(run_dir, ckpt_path, log_dir):  # a full disk: a one-line WriteFailed
                 yield
         except FFNZooError as e:
             # the user's input or a full disk, not a bug: one line, no traceback; recorded so a sweep goes on

@@ -44,12 +44,11 @@ from typing import Any, Callable, Mapping
 import lightning as L
 from omegaconf import DictConfig, OmegaConf
 
-from ffn_zoo.atomic import atomic_write
-from ffn_zoo.errors import ConfigError
-from ffn_zoo.training.checkpoint import (MUST_MATCH, CheckpointError, Checkpointing, _first_difference,
-                                         load_checkpoint, write_json)
+from ffn_zoo.atomic import atomic_write, write_json
+from ffn_zoo.errors import CheckpointError, ConfigError
+from ffn_zoo.training.checkpoint import MUST_MATCH, Checkpointing, first_difference, load_checkpoint
 from ffn_zoo.training.optim import decay_steps_of, warmup_steps_of
-from ffn_zoo.training.runs import CKPT_DIR, resolve_last
+from ffn_zoo.training.runs import CKPT_DIR, resume_point
 
 MANIFEST = "ladder.json"
 TRUNK = "trunk"
@@ -236,26 +235,6 @@ def _settings(cfg: DictConfig) -> dict[str, Any]:
     return settings
 
 
-def ladder_root(cfg: DictConfig, run_dir: Path) -> Path:
-    """This ladder's folder: ``run_dir`` for a new one, or the ladder ``ckpt_path`` names, to continue it."""
-    value = cfg.ckpt_path
-    if value is None or value == "":
-        return run_dir
-    if str(value) == "last":
-        try:
-            found = resolve_last(run_dir, Path(cfg.log_dir), marker=MANIFEST)
-        except LookupError as e:
-            raise CheckpointError(f"ckpt_path=last: no ladder under {cfg.log_dir} with the overrides '{e}' "
-                                  f"(no {MANIFEST}); drop ckpt_path to start afresh") from None
-        return run_dir if found is None else found.parent
-    path = Path(str(value)).expanduser().resolve()
-    root = next((p for p in [path, *path.parents] if (p / MANIFEST).is_file()), None)
-    if root is None:
-        raise CheckpointError(f"ckpt_path={value}: not inside a ladder folder (no {MANIFEST} there or above); "
-                              f"valid: last, a ladder folder or a file in one")
-    return root
-
-
 def _open(root: Path, plan: Plan, cfg: DictConfig) -> list[str]:
     """Write the plan, or check that the ladder being continued had these settings and this plan, or one this
     plan extends; return the labels of the budgets it adds."""
@@ -270,7 +249,7 @@ def _open(root: Path, plan: Plan, cfg: DictConfig) -> list[str]:
         raise CheckpointError(f"ckpt_path: the ladder in {root} was trained with objective={objective} but this "
                               f"command has objective={mine['settings']['objective']}; a ladder keeps its objective "
                               f"(start the other one in a new folder)")
-    diff = _first_difference(saved["settings"], mine["settings"], "")  # data.cache_dir and the like may differ
+    diff = first_difference(saved["settings"], mine["settings"])  # data.cache_dir and the like may differ
     if diff:
         raise CheckpointError(f"ckpt_path: the ladder in {root} has {diff[0]}={diff[1]} but this command has "
                               f"{diff[0]}={diff[2]}; continue it with its own settings")
@@ -379,7 +358,8 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
     """Train a whole ladder (``train_one`` is ``ffn_zoo.train.run``); write its summary and return it."""
     started = time.time()
     plan = plan_of(cfg)
-    root = ladder_root(cfg, run_dir)
+    found = resume_point(cfg.ckpt_path, Path(cfg.log_dir), run_dir, marker=MANIFEST, kind="ladder")
+    root = run_dir if found is None else found.parent  # a new ladder, or the one ckpt_path names, to continue it
     added = _open(root, plan, cfg)
     for line in describe_plan(plan, cfg.optim):
         print(line, flush=True)

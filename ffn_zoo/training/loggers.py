@@ -28,16 +28,19 @@ def without_epoch(cls: type[Logger]) -> type[Logger]:
     return NoEpoch
 
 
-def _tensorboard(sub: DictConfig, run_dir: Path) -> Logger:
-    # events straight into the run folder, so TensorBoard names the run by its folder
-    return without_epoch(TensorBoardLogger)(save_dir=str(run_dir), name="", version="", default_hp_metric=False)
+def _tensorboard(sub: DictConfig, run_dir: Path, resume_step: int | None) -> Logger:
+    # events straight into the run folder, so TensorBoard names the run by its folder. A run resumed in its own
+    # folder logs again from its checkpoint's step; purge_step (a SessionLog START at that step) tells TensorBoard
+    # to drop what the killed run logged from there on, so each curve is one line (step k logs at index k - 1)
+    return without_epoch(TensorBoardLogger)(save_dir=str(run_dir), name="", version="", default_hp_metric=False,
+                                            purge_step=resume_step)
 
 
-def _csv(sub: DictConfig, run_dir: Path) -> Logger:
+def _csv(sub: DictConfig, run_dir: Path, resume_step: int | None) -> Logger:
     return without_epoch(CSVLogger)(save_dir=str(run_dir), name="", version="")
 
 
-def _wandb(sub: DictConfig, run_dir: Path) -> Logger:
+def _wandb(sub: DictConfig, run_dir: Path, resume_step: int | None) -> Logger:
     try:
         from lightning.pytorch.loggers import WandbLogger
         import wandb  # noqa: F401  (an optional extra)
@@ -52,13 +55,14 @@ def _wandb(sub: DictConfig, run_dir: Path) -> Logger:
 LOGGERS = {"tensorboard": _tensorboard, "csv": _csv, "wandb": _wandb}
 
 
-def build_loggers(logger: DictConfig, run_dir: Path) -> list[Logger]:
-    """One logger per entry of the ``logger`` config, each writing into the run folder."""
+def build_loggers(logger: DictConfig, run_dir: Path, resume_step: int | None = None) -> list[Logger]:
+    """One logger per entry of the ``logger`` config, each writing into the run folder; ``resume_step``: the
+    checkpoint's step when the run resumes (None: a fresh run)."""
     out = []
     for sub in logger.values():
         if sub.name not in LOGGERS:
             raise UnknownNameError("logger", sub.name, LOGGERS)
-        out.append(LOGGERS[sub.name](sub, run_dir))
+        out.append(LOGGERS[sub.name](sub, run_dir, resume_step))
     return out
 
 

@@ -1,4 +1,4 @@
-"""Run folders: how they are named, and how ``ckpt_path=last`` finds one again.
+"""Run folders: how they are named, how ``ckpt_path`` finds the one to resume, and the command that resumes it.
 
     <log_dir>/runs/<time>_<overrides>/          one run       (hydra.run.dir)
     <log_dir>/multiruns/<time>/<overrides>/     a sweep's job (hydra.sweep.dir / subdir)
@@ -13,11 +13,16 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ffn_zoo.errors import CheckpointError
+
 CKPT_DIR = "checkpoints"  # inside the run folder
+LAST_CKPT = f"{CKPT_DIR}/last.ckpt"  # what marks a run folder as resumable
 TIME_FORMAT = "%Y-%m-%d_%H-%M-%S"
 RUN_NAME = re.compile(r"\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_(?P<overrides>.*)")  # TIME_FORMAT, "_", the overrides
 SWEPT_KEYS_ENV = "FFNZOO_SWEPT_KEYS"  # main() puts the swept keys here, so every job names itself alike
@@ -81,7 +86,7 @@ def fixed_run_dir() -> bool:
         o.split("=", 1)[0] in ("hydra.run.dir", "hydra.sweep.dir") for o in HydraConfig.get().overrides.hydra)
 
 
-def find_last(log_dir: Path, name: str, exclude: Path | None = None, marker: str = f"{CKPT_DIR}/last.ckpt") -> Path | None:
+def find_last(log_dir: Path, name: str, exclude: Path | None = None, marker: str = LAST_CKPT) -> Path | None:
     """The newest ``marker`` file (``checkpoints/last.ckpt``; a ladder's ``ladder.json``) of a run or sweep job
     under ``log_dir`` whose overrides are ``name``."""
     found = []
@@ -95,7 +100,7 @@ def find_last(log_dir: Path, name: str, exclude: Path | None = None, marker: str
     return max(found, key=lambda p: p.stat().st_mtime) if found else None
 
 
-def resolve_last(run_dir: Path, log_dir: Path, marker: str = f"{CKPT_DIR}/last.ckpt") -> Path | None:
+def resolve_last(run_dir: Path, log_dir: Path, marker: str = LAST_CKPT) -> Path | None:
     """``ckpt_path=last``, the requeue rule, for a run (``marker`` its last.ckpt) and a ladder (its ladder.json):
 
     1. this run folder's own ``marker``, when it has one (a requeued job, or the same command in a fixed folder);
@@ -114,6 +119,60 @@ def resolve_last(run_dir: Path, log_dir: Path, marker: str = f"{CKPT_DIR}/last.c
     if found is None:
         raise LookupError(name)
     return found
+
+
+def resume_point(ckpt_path: Any, log_dir: Path, run_dir: Path, marker: str = LAST_CKPT,
+                 kind: str = "run") -> Path | None:
+    """What ``ckpt_path`` resumes, as its ``marker`` file (a run's ``checkpoints/last.ckpt``, a ladder's manifest);
+    None for a fresh start.
+
+    - null: None;
+    - ``last``: :func:`resolve_last`'s rule (this folder's own, or the newest ``kind`` with the same overrides);
+    - a checkpoint file (``marker`` is one): itself, checked when it is loaded;
+    - another file or a folder: the nearest ``marker`` in it or above it (a run folder or its checkpoints/; a
+      ladder, or any folder or file inside one).
+    """
+    if ckpt_path is None or ckpt_path == "":
+        return None
+    checkpoint = Path(marker).suffix == ".ckpt"  # a run's marker is a checkpoint: a file named is one
+    valid = f"a {kind} folder, or a {'.ckpt file' if checkpoint else 'file in one'}"
+    if str(ckpt_path) == "last":
+        try:
+            return resolve_last(run_dir, log_dir, marker)
+        except LookupError as e:
+            raise CheckpointError(f"ckpt_path=last: no {kind} under {log_dir} with the overrides '{e}' has {marker}; "
+                                  f"pass ckpt_path=<{valid}>, or drop ckpt_path to start afresh") from None
+    path = Path(str(ckpt_path)).expanduser()
+    if not path.exists():
+        raise CheckpointError(f"ckpt_path={ckpt_path}: no such file or folder; valid: last, {valid}")
+    if path.is_file() and checkpoint:
+        return path
+    found = next((p / marker for p in [path, *path.resolve().parents] if (p / marker).is_file()), None)
+    if found is None:
+        raise CheckpointError(f"ckpt_path={ckpt_path}: no {marker} in it or above it; valid: last, {valid}")
+    return found
+
+
+def resume_command(ckpt: Path | None) -> str:
+    """The exact command line that resumes this run from ``ckpt`` (None: that runs it again from the start).
+
+    Without the fault injection of the tests (``debug.*``): the resumed run would only fail again.
+    """
+    from hydra.core.hydra_config import HydraConfig
+
+    args: list[str] = []
+    if HydraConfig.initialized():
+        keys = [(a, a.split("=")[0].lstrip("+~")) for a in HydraConfig.get().overrides.task]
+        args = [a for a, key in keys if key != "ckpt_path" and not key.startswith("debug.")]
+        if fixed_run_dir():  # the resumed run goes on in the same folder, as a requeued job would
+            args.append(f'hydra.run.dir="{Path(HydraConfig.get().runtime.output_dir).resolve()}"')
+    script = os.path.basename(sys.argv[0]) if sys.argv else ""
+    # an installed entry point (ffn-zoo-train) is run by its name; anything else (train.py, python -c, pytest and its
+    # xdist workers, which run as python -c) as the repo's train.py
+    named = script and script != "-c" and not script.endswith(".py") and "pytest" not in script
+    prog = [script] if named else ["python", "train.py"]
+    # quoted for Hydra too: a run folder name holds "," and "=", which an unquoted override value may not
+    return shlex.join([*prog, *args, *([f'ckpt_path="{ckpt.resolve()}"'] if ckpt else [])])
 
 
 def flatten_dict(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -1,8 +1,10 @@
-"""What a run says about itself: the startup banner (with a CPU-time estimate) and ``metrics.json``."""
+"""What a run says about itself: the startup banner (with a CPU-time estimate and the checkpoints' disk need) and
+``metrics.json``."""
 
 from __future__ import annotations
 
 import math
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -14,10 +16,11 @@ from omegaconf import DictConfig
 from ffn_zoo.nn.ffn import FFN_VARIANTS, FFNVariant
 from ffn_zoo.nn.flops import gemm_peak_flops, training_flops_per_token
 from ffn_zoo.nn.model import INITS, TransformerLM
-from ffn_zoo.training.checkpoint import disk_need, write_json
+from ffn_zoo.atomic import write_json
 from ffn_zoo.training.jobs import threads_note
 from ffn_zoo.training.lit_module import LitLM
 from ffn_zoo.training.optim import describe_optim
+from ffn_zoo.training.runs import CKPT_DIR
 
 
 def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: str) -> list[str]:
@@ -51,13 +54,49 @@ def estimate_cpu_time(model: TransformerLM, tokens: int, seq_len: int) -> str:
     return f"estimate ~{seconds / 3600:.1f} h on this CPU ({peak / 1e9:.0f} GFLOP/s GEMM peak, assuming 50% MFU)"
 
 
+# optimizer state kept per parameter, in copies of the weights: AdamW's two moments; Adafactor's factored second
+# moment (a row and a column per matrix) is next to nothing
+OPTIMIZER_STATE_COPIES = {"adamw": 2, "adafactor": 0}
+BIG_CHECKPOINT = 100 * 2**20  # from this size on, the start-up banner says how much disk the checkpoints need
+
+
+def checkpoint_bytes(model: torch.nn.Module, optim_name: str) -> int:
+    """A checkpoint's size before one exists: weights and buffers, plus the optimizer's state (its moments)."""
+    unique = {t.data_ptr(): t for t in model.state_dict().values()}  # tied weights are saved once
+    weights = sum(t.numel() * t.element_size() for t in unique.values())
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    # an unknown name is refused later, with the valid ones, by build_optimizer; here it counts as AdamW
+    return weights + OPTIMIZER_STATE_COPIES.get(optim_name, 2) * params
+
+
+def disk_need(model: torch.nn.Module, checkpoint: DictConfig, optim_name: str, run_dir: Path) -> str | None:
+    """The banner's ``disk`` line: checkpoint size, free space needed and free; None for small runs with room.
+
+    The need: ``last.ckpt``, ``best.ckpt`` (``save_best``) and the temporary of the one being written.
+    """
+    size = checkpoint_bytes(model, optim_name)
+    kept = [n for n, on in (("last", checkpoint.save_last), ("best", checkpoint.save_best)) if on]
+    need = size * (len(kept) + 1) if kept else 0
+    free = shutil.disk_usage(run_dir).free
+    if size < BIG_CHECKPOINT and free >= need:
+        return None
+    hint = " or set checkpoint.save_best=false" if checkpoint.save_best else ""
+    warn = f"; NOT ENOUGH: free space{hint}" if free < need else ""
+    return (f"a checkpoint ~{_size(size)} (weights + {optim_name} state); {CKPT_DIR}/ needs ~{_size(need)} free "
+            f"({' + '.join(kept)} + one being written), {_size(free)} free{warn}")
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
+
+
 def print_banner(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: torch.device,
                  ckpt_path: Path | None, resume_step: int | None, run_dir: Path) -> None:
     for line in describe(cfg, model, corpus_desc, str(device)):
         print(line, flush=True)
     if ckpt_path:
         print(f"resume   {ckpt_path} at step {resume_step}", flush=True)
-    elif cfg.ckpt_path == "last":  # a fixed run folder without a checkpoint yet (checkpoint.resolve_ckpt_path)
+    elif cfg.ckpt_path == "last":  # a fixed run folder without a checkpoint yet (runs.resume_point)
         print(f"resume   nothing to resume in {run_dir} yet: a fresh start", flush=True)
     if note := disk_need(model, cfg.checkpoint, cfg.optim.name, run_dir):  # big checkpoints, or too little room
         print(f"disk     {note}", flush=True)

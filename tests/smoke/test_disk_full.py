@@ -3,15 +3,17 @@ exit code 1; metrics.json says failed; the printed command resumes; a sweep goes
 (``debug.disk_full_at_checkpoint``), and, where the machine lets us mount one, on a real 12 MB tmpfs."""
 
 import json
+import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from tests.helpers import run_train, tiny
+from tests.helpers import REPO, run_train, tiny
 
 pytestmark = pytest.mark.smoke
 
@@ -56,6 +58,37 @@ def test_a_sweep_records_the_full_disk_and_goes_on(tmp_path: Path) -> None:
     assert error_lines(proc.stderr) == [f"error: {full['error']}"]
 
 
+# train.py with the disk full for the files Hydra writes into .hydra/ before the job starts
+HYDRA_ON_A_FULL_DISK = """
+import errno, io, os, sys
+import hydra.core.utils
+
+class FullFile(io.StringIO):  # a file on a full disk: its write fails, nameless, as a buffered write's does
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+
+    def write(self, s):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+hydra.core.utils.open = lambda file, *args, **kwargs: FullFile(file)  # what Hydra's _save_config opens
+from ffn_zoo.train import main
+main()
+"""
+
+
+def test_a_full_disk_while_hydra_writes_its_config_is_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0"}
+    proc = subprocess.run([sys.executable, "-c", HYDRA_ON_A_FULL_DISK, f"log_dir={tmp_path}", *tiny()], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    (run_dir,) = list(tmp_path.glob("runs/*"))
+    assert error_lines(proc.stderr) == [
+        f"error: could not write {run_dir / '.hydra' / 'config.yaml'}: No space left on device (ENOSPC), before "
+        f"training started; free space, then run the same command again"]
+    assert not (run_dir / "checkpoints").exists()
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path):
     """A 12 MB tmpfs (needs root and a kernel that allows it; skipped otherwise)."""
@@ -85,3 +118,20 @@ def test_a_real_full_disk_on_a_small_tmpfs(small_disk: Path) -> None:
     assert torch.load(last, weights_only=True)["global_step"] == 10
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["last.ckpt"]
     assert json.loads((run_dir / "metrics.json").read_text())["status"] == "failed"
+
+
+@pytest.mark.slow
+def test_a_real_full_disk_before_the_run_starts_is_one_line(small_disk: Path) -> None:
+    fd = os.open(small_disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:  # fill the disk to the last byte
+        while os.write(fd, b"\0" * 2**16):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    proc = run_train(tiny(), small_disk, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    (line,) = error_lines(proc.stderr)
+    assert re.fullmatch(rf"error: could not write {re.escape(str(small_disk))}/runs/.*: No space left on device "
+                        rf"\(ENOSPC\), before training started; free space, then run the same command again", line)

@@ -64,6 +64,33 @@ def test_a_requeued_job_reruns_the_same_command_in_its_fixed_folder(uninterrupte
 
 
 @pytest.mark.slow
+def tensorboard_steps(run_dir: Path) -> dict[str, list[int]]:
+    """Each scalar tag's steps as TensorBoard reads the run folder's event files (purges applied)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})  # 0: keep every point
+    events.Reload()
+    return {tag: [e.step for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+def test_a_run_resumed_in_its_folder_leaves_one_tensorboard_line_per_tag(tmp_path: Path) -> None:
+    """Killed at step 8, three steps after its checkpoint at 5, and resumed in the same folder: the steps the killed
+    run logged after its checkpoint are purged, so TensorBoard reads each step once per tag."""
+    job = tmp_path / "job"
+    args = tiny("trainer.max_steps=12", "trainer.val_check_interval=5", "trainer.log_every_n_steps=1",
+                "checkpoint.every_n_steps=5", f"hydra.run.dir={job}", "ckpt_path=last")
+    assert run_train([*args, "debug.kill_at_step=8"], tmp_path, check=False).returncode == -signal.SIGKILL
+    killed = tensorboard_steps(job)
+    assert max(killed["train/loss"]) >= 5  # step k logs at index k - 1: it logged past its checkpoint at 5
+    run_train(args, tmp_path)
+    steps = tensorboard_steps(job)
+    for tag, seen in steps.items():
+        assert sorted(seen) == sorted(set(seen)), f"{tag}: steps {seen} appear twice"
+    assert steps["train/loss"] == list(range(12))  # one line: the killed run's 0-4, the resumed run's 5-11
+    assert steps["val/loss"][0] == 4  # the validation at step 5 ran before the checkpoint was taken: kept
+
+
+@pytest.mark.slow
 def test_external_sigkill_at_a_random_moment_then_resume(uninterrupted: Path, tmp_path: Path) -> None:
     """The kill comes from outside, whenever a checkpoint exists, possibly mid-write of the next one."""
     args = tiny("trainer.max_steps=20", "trainer.val_check_interval=10", "checkpoint.every_n_steps=1",

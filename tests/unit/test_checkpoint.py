@@ -13,10 +13,12 @@ import pytest
 import torch
 
 from ffn_zoo.training.checkpoint import (CheckpointError, Checkpointing, DirectCheckpointIO, check_checkpoint,
-                                        load_checkpoint, rng_state, set_rng_state)
+                                        load_checkpoint, must_match)
 from ffn_zoo.errors import FFNZooError
-from ffn_zoo.training.faults import FullDiskIO, NonFiniteError, NonFiniteGuard
-from ffn_zoo.training.runs import find_last
+from ffn_zoo.training.debug import FullDiskIO
+from ffn_zoo.training.faults import NonFiniteError, NonFiniteGuard
+from ffn_zoo.training.rng import rng_state, set_rng_state
+from ffn_zoo.training.runs import find_last, resume_point
 from ffn_zoo.nn.ffn import FFNSpec
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.training.build import compose, model_config
@@ -86,6 +88,19 @@ def test_last_is_the_newest_run_with_the_same_overrides(tmp_path: Path) -> None:
     job = make("multiruns/2026-01-05_00-00-00/ffn=geglu", 5)  # a sweep job with the same name
     assert find_last(tmp_path, "ffn=geglu") == job
     assert find_last(tmp_path, "ffn=relu") is None
+
+
+def test_ckpt_path_names_a_run_folder_its_checkpoints_or_a_file(tmp_path: Path) -> None:
+    last = tmp_path / "runs" / "r" / "checkpoints" / "last.ckpt"
+    last.parent.mkdir(parents=True)
+    last.write_bytes(b"x")
+    for given in (last.parent.parent, last.parent, last):
+        assert resume_point(str(given), tmp_path, tmp_path / "new") == last, given
+    assert resume_point(None, tmp_path, tmp_path / "new") is None  # a fresh run
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointError, match=r"empty: no checkpoints/last.ckpt in it or above it; valid: last, a run "
+                                              r"folder, or a .ckpt file$"):
+        resume_point(str(tmp_path / "empty"), tmp_path, tmp_path / "new")
 
 
 # ---------------------------------------------------------------------------- non-finite loss / gradients
@@ -179,6 +194,7 @@ def test_a_checkpoint_from_before_the_refactor_loads_into_todays_model() -> None
     weights = {k.removeprefix("model."): v for k, v in ckpt["state_dict"].items()}
     model.load_state_dict(weights, strict=True)  # every key present, none extra, every shape equal
     assert "init" not in ckpt["ffn_zoo"]["config"]["model"]  # written before model.init existed (ADDED_KEYS)
-    assert check_checkpoint(OLD_CKPT, LitLM(model, cfg.optim, 6), cfg) == 4
+    assert check_checkpoint(OLD_CKPT, LitLM(model, cfg.optim, 6), must_match(cfg)) == 4
+    fan_in = must_match(compose([*OLD_CKPT_ARGS, "model.init=fan_in"]))
     with pytest.raises(CheckpointError, match="model.init=gpt2 but this run has model.init=fan_in"):
-        check_checkpoint(OLD_CKPT, LitLM(model, cfg.optim, 6), compose([*OLD_CKPT_ARGS, "model.init=fan_in"]))
+        check_checkpoint(OLD_CKPT, LitLM(model, cfg.optim, 6), fan_in)

@@ -12,10 +12,11 @@ import torch
 
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.training.build import compose, model_config
-from ffn_zoo.atomic import atomic_write
-from ffn_zoo.training.checkpoint import OPTIMIZER_STATE_COPIES, checkpoint_bytes, load_checkpoint, write_json
+from ffn_zoo.atomic import atomic_write, write_json
+from ffn_zoo.training.checkpoint import load_checkpoint
 from ffn_zoo.training.faults import WriteFailed, record_failure, write_failure
 from ffn_zoo.training.optim import OPTIMIZERS
+from ffn_zoo.training.summary import OPTIMIZER_STATE_COPIES, checkpoint_bytes
 from tests.helpers import FAST, train
 
 
@@ -45,7 +46,7 @@ def test_full_disk_at_the_third_checkpoint_names_the_last_good_one(tmp_path: Pat
     with pytest.raises(OSError) as e:
         train(overrides, tmp_path)
     run_dir = tmp_path / "run"
-    failed = write_failure(e.value, compose([f"log_dir={tmp_path}", *FAST, *overrides]), run_dir)
+    failed = write_failure(e.value, run_dir, ckpt_path=None, log_dir=tmp_path)
     assert isinstance(failed, WriteFailed)
     message = str(failed)
     assert "\n" not in message
@@ -64,12 +65,12 @@ def test_full_disk_at_the_third_checkpoint_names_the_last_good_one(tmp_path: Pat
 
 
 def test_other_errors_are_no_write_failures(tmp_path: Path) -> None:
-    cfg = compose([f"log_dir={tmp_path}", *FAST])
-    assert write_failure(FileNotFoundError(errno.ENOENT, "No such file", "x.txt"), cfg, tmp_path) is None  # a read
-    assert write_failure(RuntimeError("a bug"), cfg, tmp_path) is None
+    assert write_failure(FileNotFoundError(errno.ENOENT, "No such file", "x.txt"), tmp_path, None, tmp_path) is None
+    assert write_failure(RuntimeError("a bug"), tmp_path, None, tmp_path) is None  # a read, above; a bug
     wrapped = RuntimeError("PytorchStreamWriter failed")  # how torch.save reports a failed write
     wrapped.__context__ = OSError(errno.EDQUOT, "Disk quota exceeded")
-    assert "Disk quota exceeded (EDQUOT); no checkpoint was written" in str(write_failure(wrapped, cfg, tmp_path))
+    failed = write_failure(wrapped, tmp_path, None, tmp_path)
+    assert "Disk quota exceeded (EDQUOT); no checkpoint was written" in str(failed)
 
 
 def test_checkpoints_are_written_once_never_staged_in_the_system_temp_folder(

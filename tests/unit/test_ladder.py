@@ -118,13 +118,13 @@ def test_a_bool_or_a_fraction_of_a_token_is_refused() -> None:
 
 def test_last_continues_the_ladder_in_its_own_fixed_folder(tmp_path):
     """A requeued sweep job (fixed hydra.sweep.dir, ckpt_path=last) continues the ladder already in its folder."""
-    from omegaconf import OmegaConf
-
-    from ffn_zoo.training.ladder import MANIFEST, ladder_root
+    from ffn_zoo.training.ladder import MANIFEST
+    from ffn_zoo.training.runs import resume_point
 
     (tmp_path / MANIFEST).write_text("{}")
-    cfg = OmegaConf.create({"ckpt_path": "last", "log_dir": str(tmp_path / "elsewhere")})
-    assert ladder_root(cfg, tmp_path) == tmp_path
+    assert resume_point("last", tmp_path / "elsewhere", tmp_path, marker=MANIFEST) == tmp_path / MANIFEST
+    (tmp_path / "trunk").mkdir()  # a folder or file inside a ladder names the ladder
+    assert resume_point(str(tmp_path / "trunk"), tmp_path, tmp_path / "new", marker=MANIFEST) == tmp_path / MANIFEST
 
 
 GROW = [  # (the ladder's budgets, this command's, the budgets added or the refusal)

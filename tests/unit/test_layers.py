@@ -111,3 +111,14 @@ def test_analysis_loads_without_lightning() -> None:
     assert loaded_after("import ffn_zoo.analysis.compare") == []  # not even OmegaConf until a run is read
     assert loaded_after("import ffn_zoo.analysis.compare.ladder, ffn_zoo.analysis.compare.tuned") == []
     assert "lightning" not in loaded_after("import ffn_zoo.analysis.report")
+
+
+def test_resume_lookup_loads_without_the_training_stack() -> None:
+    """runs.py (run-folder names, what ``ckpt_path`` resumes) and the JSON writes are read by tools too."""
+    assert loaded_after("import ffn_zoo.training.runs, ffn_zoo.atomic", ("torch", *HEAVY)) == []
+
+
+def test_fault_injection_is_wired_only_where_the_debug_keys_are_read() -> None:
+    """``training/debug.py`` (test-only faults, ``debug.*``) is imported by the fault callbacks' module alone."""
+    users = sorted(m for m, targets in internal_graph().items() if "ffn_zoo.training.debug" in targets)
+    assert users == ["ffn_zoo.training.faults"]
