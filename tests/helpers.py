@@ -146,3 +146,57 @@ def assert_same_state(a: Path, b: Path) -> None:
         sb = states_b[ka]
         for name in ("exp_avg", "exp_avg_sq"):
             assert torch.equal(sa[name], sb[name]), f"optimizer state {ka}.{name} differs"
+
+# ---------------------------------------------------------------------------- synthetic budget ladders
+
+LADDER_BUDGETS = (100_000, 1_000_000, 10_000_000)  # x = log10 = 5, 6, 7
+
+
+def ladder_baseline_loss(seed: int, tokens: int) -> float:
+    """The baseline's loss in a synthetic ladder: straight in log10(tokens), 0.3 nats per decade."""
+    return 4.0 - 0.3 * math.log10(tokens) + 0.01 * seed
+
+
+def ladder_branch(root: Path, ffn: str, seed: int, tokens: int, loss: float, extra: dict[str, float] | None = None,
+                  model: dict[str, Any] | None = None, params_total: int | None = None) -> Path:
+    """A ladder's branch folder as training/ladder.py writes it: .hydra/config.yaml and metrics.json; ``extra``:
+    losses on data.extra_val sets; ``model``: keys over the model group (``{"d_model": 512}``)."""
+    folder = root / f"ffn={ffn},seed={seed}" / f"budget={tokens}"
+    (folder / ".hydra").mkdir(parents=True)
+    cfg = {"seed": seed, "ffn": {"name": ffn, "gated": ffn != "gelu", "activation": "gelu"},
+           "model": {"name": "mini", "init": "gpt2", **(model or {})},
+           "data": {"name": "toy", "batch_size": 10, "seq_len": 100},
+           "optim": {"name": "adamw", "schedule": "wsd", "warmup": 5}, "ladder": {"budgets": None},
+           "trainer": {"max_steps": tokens // 1000}, "ckpt_path": "somewhere/branch-step=1.ckpt"}
+    from omegaconf import OmegaConf
+
+    OmegaConf.save(OmegaConf.create(cfg), folder / ".hydra" / "config.yaml")
+    (folder / "metrics.json").write_text(json.dumps({
+        "status": "ok", "ffn": ffn, "gated": ffn != "gelu", "val_loss": loss, "val_ppl": math.exp(loss), "seed": seed,
+        "steps": tokens // 1000, "tokens_seen": tokens, "ladder_role": "branch", "ladder_budget_tokens": tokens,
+        "params_total": params_total, "extra_val": sorted(extra or {}),
+        **{f"val_{n}_loss": v for n, v in (extra or {}).items()}}))
+    return folder
+
+
+def ladder_sweep(root: Path, delta, extra=None, model: dict[str, Any] | None = None, seeds=(0, 1, 2),
+                 budgets=LADDER_BUDGETS, base=ladder_baseline_loss, skip=lambda ffn, seed, tokens: False,
+                 params_total: int | None = None, variant: str = "geglu") -> Path:
+    """gelu and ``variant`` ladders for every seed; variant − gelu = delta(seed, x) at x = log10(tokens);
+    ``extra(seed, x, ffn)`` -> {set: loss} adds extra held-out sets; ``skip(ffn, seed, tokens)`` leaves a branch out."""
+    for seed in seeds:
+        for ffn in ("gelu", variant):
+            job = root / f"ffn={ffn},seed={seed}"
+            job.mkdir(parents=True)
+            (job / "ladder.json").write_text("{}")  # a ladder's folder, its summary and its trunk: never table rows
+            (job / "metrics.json").write_text(json.dumps({"status": "ok", "ladder_role": "ladder", "ffn": ffn}))
+            (job / "trunk").mkdir()
+            (job / "trunk" / "metrics.json").write_text(json.dumps(
+                {"status": "ok", "ladder_role": "trunk", "ffn": ffn, "val_loss": 9.0, "seed": seed}))
+            for t in budgets:
+                if skip(ffn, seed, t):
+                    continue
+                d = delta(seed, math.log10(t)) if ffn == variant else 0.0
+                ladder_branch(root, ffn, seed, t, base(seed, t) + d,
+                              extra(seed, math.log10(t), ffn) if extra else None, model, params_total)
+    return root

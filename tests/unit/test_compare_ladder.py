@@ -3,61 +3,25 @@ crossing, the crossing's interval, and the verdict when the trend does not cross
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
 from scipy import stats
 
 from ffn_zoo.analysis.compare import ladder as LA
 from ffn_zoo.analysis.compare import compare
+from tests.helpers import LADDER_BUDGETS
+from tests.helpers import ladder_sweep as sweep
 
-BUDGETS = [100_000, 1_000_000, 10_000_000]  # x = log10 = 5, 6, 7
+BUDGETS = list(LADDER_BUDGETS)  # x = log10 = 5, 6, 7
 SEEDS = [0, 1, 2]
 U, V = [0.01, -0.02, 0.01], [0.002, -0.001, -0.001]  # per-seed offsets of intercept and slope, mean 0
 
 
-def baseline_loss(seed: int, tokens: int) -> float:
-    return 4.0 - 0.3 * math.log10(tokens) + 0.01 * seed
-
-
-def branch(root: Path, ffn: str, seed: int, tokens: int, loss: float, extra: dict[str, float] | None = None,
-           init: str = "gpt2") -> None:
-    """A ladder's branch folder as training/ladder.py writes it: .hydra/config.yaml and metrics.json; ``extra``:
-    losses on data.extra_val sets."""
-    folder = root / f"ffn={ffn},seed={seed}" / f"budget={tokens}"
-    (folder / ".hydra").mkdir(parents=True)
-    cfg = {"seed": seed, "ffn": {"name": ffn, "gated": ffn != "gelu", "activation": "gelu"},
-           "model": {"name": "mini", "init": init}, "data": {"name": "toy", "batch_size": 10, "seq_len": 100},
-           "optim": {"name": "adamw", "schedule": "wsd", "warmup": 5}, "ladder": {"budgets": None},
-           "trainer": {"max_steps": tokens // 1000}, "ckpt_path": "somewhere/branch-step=1.ckpt"}
-    OmegaConf.save(OmegaConf.create(cfg), folder / ".hydra" / "config.yaml")
-    (folder / "metrics.json").write_text(json.dumps({
-        "status": "ok", "ffn": ffn, "gated": ffn != "gelu", "val_loss": loss, "val_ppl": math.exp(loss), "seed": seed,
-        "steps": tokens // 1000, "tokens_seen": tokens, "ladder_role": "branch", "ladder_budget_tokens": tokens,
-        "extra_val": sorted(extra or {}), **{f"val_{n}_loss": v for n, v in (extra or {}).items()}}))
-
-
 def ladder_sweep(root: Path, delta, extra=None, init: str = "gpt2") -> Path:
-    """gelu and geglu ladders for every seed; geglu − gelu = delta(seed, x) at x = log10(tokens); ``extra(seed, x,
-    ffn)`` -> {set: loss} adds extra held-out sets."""
-    for seed in SEEDS:
-        for ffn in ("gelu", "geglu"):
-            job = root / f"ffn={ffn},seed={seed}"
-            job.mkdir(parents=True)
-            (job / "ladder.json").write_text("{}")  # a ladder's folder, its summary and its trunk: never table rows
-            (job / "metrics.json").write_text(json.dumps({"status": "ok", "ladder_role": "ladder", "ffn": ffn}))
-            (job / "trunk").mkdir()
-            (job / "trunk" / "metrics.json").write_text(json.dumps(
-                {"status": "ok", "ladder_role": "trunk", "ffn": ffn, "val_loss": 9.0, "seed": seed}))
-            for t in BUDGETS:
-                d = delta(seed, math.log10(t)) if ffn == "geglu" else 0.0
-                branch(root, ffn, seed, t, baseline_loss(seed, t) + d,
-                       extra(seed, math.log10(t), ffn) if extra else None, init)
-    return root
+    return sweep(root, delta, extra, model={"init": init})
 
 
 A, B = 0.6, -0.1  # Δ = 0.6 − 0.1·x: 0 at x = 6, 1M tokens

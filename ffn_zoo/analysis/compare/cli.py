@@ -5,6 +5,7 @@ custom-scalars layout that puts every run's ``val/loss`` on one chart.
     ffn-zoo-compare logs/multiruns/<time>            # or any run folders
     ffn-zoo-compare logs/multiruns/<time> --baseline relu --paper
     python -m ffn_zoo.analysis.compare logs/multiruns/<time>   # the same
+    ffn-zoo-compare d128/ d256/ d512/   # budget ladders of several widths: + crossing_vs_width.csv and .png
 
 How runs are grouped: ``runs.py``; the statistics: ``stats.py``.
 """
@@ -20,21 +21,25 @@ from typing import Any, Sequence
 from ffn_zoo.analysis.compare.ladder import compare_ladders, has_ladders
 from ffn_zoo.analysis.compare.plots import plot_curves, plot_delta_curves, plot_deltas, write_tensorboard_layout
 from ffn_zoo.analysis.compare.runs import find_run_dirs, group_runs, is_run_dir, load_run
-from ffn_zoo.analysis.compare.stats import delta_curves, summarize
+from ffn_zoo.analysis.compare.stats import delta_curves, row_warnings, summarize
 from ffn_zoo.analysis.compare.tables import report_text, write_csv
 from ffn_zoo.analysis.compare.tuned import compare_tuned
-from ffn_zoo.errors import FFNZooError
+from ffn_zoo.errors import ConfigError, FFNZooError
 
 
 def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str = "gelu", paper: bool = False,
-            band: str = "minmax", layout: bool = True) -> dict[str, Any]:
-    """Load, group, summarize and write everything; returns the JSON report."""
+            band: str = "minmax", layout: bool = True, axis: str | None = None) -> dict[str, Any]:
+    """Load, group, summarize and write everything; returns the JSON report. ``axis``: the config key ladders of
+    several settings are set against (ladder.py; default model.d_model where the settings differ in it)."""
     run_dirs = find_run_dirs(paths)
     runs = [load_run(p) for p in run_dirs]
     root = Path(paths[0]) if len(paths) == 1 and not is_run_dir(Path(paths[0])) else run_dirs[0].parent
     out = Path(out) if out else root / "compare"
     if has_ladders(runs):  # budget ladders: a table per budget, Δ against the budget and its trend
-        return compare_ladders(runs, out, baseline)
+        return compare_ladders(runs, out, baseline, axis)
+    if axis:
+        raise ConfigError(f"--axis {axis}: only budget ladders are set against a setting (no ladder branch among "
+                          f"{len(runs)} run(s))")
     groups, settings, warnings = group_runs(runs)
     problems = [r for r in runs if r.status != "ok"]
     for s in range(len(settings)):
@@ -44,6 +49,7 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
     rows = summarize(groups, baseline, paper)
     extra_names = sorted({n for r in runs for n in r.metrics.get("extra_val") or []})
     extra = {n: summarize(groups, baseline, val_set=n) for n in extra_names}  # data.extra_val sets
+    warnings += row_warnings(rows) + [w for n, set_rows in extra.items() for w in row_warnings(set_rows, f"{n}: ")]
     out.mkdir(parents=True, exist_ok=True)
 
     text = report_text(rows, settings, problems, warnings, paper, extra)
@@ -90,6 +96,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, help="output folder (default <sweep>/compare)")
     p.add_argument("--paper", action="store_true", help="add Shazeer 2020 Table 1 as a reference column")
     p.add_argument("--band", choices=("minmax", "std"), default="minmax", help="band around the mean curve")
+    p.add_argument("--axis", help="ladders of several settings: the numeric config key to set the crossing and Δ "
+                   "against (default model.d_model when they differ in it, else the only key they differ in)")
     p.add_argument("--no-layout", action="store_true", help="do not write the TensorBoard custom-scalars layout")
     return p.parse_args(argv)
 
@@ -100,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(args.paths) == 1 and (Path(args.paths[0]) / "tuning.json").is_file():  # ffn_zoo.tools.tune made it
             compare_tuned(args.paths[0], args.baseline, args.out)
             return 0
-        compare(args.paths, args.out, args.baseline, args.paper, args.band, layout=not args.no_layout)
+        compare(args.paths, args.out, args.baseline, args.paper, args.band, layout=not args.no_layout, axis=args.axis)
     except FFNZooError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

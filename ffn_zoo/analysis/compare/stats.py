@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ffn_zoo.analysis.compare.runs import SHAZEER_2020, Group, seed_curves
+from ffn_zoo.analysis.compare.runs import SHAZEER_2020, Group, Run, seed_curves
 
 
 def welch_interval(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> tuple[float, float, float] | None:
@@ -45,6 +45,32 @@ def _mean_or_none(x: np.ndarray) -> float | None:
     return float(x.mean()) if len(x) else None
 
 
+def finite_by_seed(g: Group, key: str) -> tuple[dict[Any, float], list[Run]]:
+    """{seed: value} of the group's runs whose ``key`` is a finite number, and the runs where it is nan or inf
+    (a diverged run: left out of every mean and interval, and named by :func:`row_warnings`)."""
+    good, bad = {}, []
+    for r in g.runs:
+        v = r.metrics.get(key)
+        if v is None:
+            continue
+        if math.isfinite(v):
+            good[r.seed] = float(v)
+        else:
+            bad.append(r)
+    return good, bad
+
+
+def paired_fields(a: dict[Any, float], b: dict[Any, float]) -> dict[str, Any]:
+    """The paired Δ's fields of a row: mean of the per-seed differences over the seeds both have (the mean its
+    interval is about, never the difference of means over unequal seed sets), its interval, the number of pairs,
+    and the seeds only one side has."""
+    shared = [s for s in a if s in b]
+    ci = paired_interval(a, b)
+    return {"paired_delta": float(np.mean([a[s] - b[s] for s in shared])) if shared else None,
+            "paired_lo": ci[1] if ci else None, "paired_hi": ci[2] if ci else None, "n_pairs": len(shared),
+            "unpaired_seeds": sorted((s for s in [*a, *b] if s not in shared), key=str)}
+
+
 def summarize(groups: Sequence[Group], baseline: str, paper: bool = False,
               val_set: str | None = None) -> list[dict[str, Any]]:
     """One dict per group: the table's numbers (losses in nats/token) on the main validation split, or on
@@ -54,7 +80,8 @@ def summarize(groups: Sequence[Group], baseline: str, paper: bool = False,
         groups = [g for g in groups if len(g.values(key("loss")))]
     rows = []
     for g in groups:
-        loss = g.values(key("loss"))
+        by_seed, bad = finite_by_seed(g, key("loss"))
+        loss = np.array(list(by_seed.values()))
         base = next((h for h in groups if h.setting == g.setting and h.label == baseline), None)
         row: dict[str, Any] = {
             "setting": g.setting + 1,
@@ -65,27 +92,29 @@ def summarize(groups: Sequence[Group], baseline: str, paper: bool = False,
             "params_total": g.first("params_total"),
             "flops_per_token": g.first("flops_per_token"),
             "n": len(loss),
-            "seeds": [r.seed for r in g.runs],
+            "seeds": list(by_seed),
             "steps": g.first("steps"),
             "tokens_seen": g.first("tokens_seen"),
-            "val_loss_mean": float(loss.mean()),
+            "val_loss_mean": float(loss.mean()) if len(loss) else math.nan,
             "val_loss_std": float(loss.std(ddof=1)) if len(loss) > 1 else None,
             "val_losses": [float(x) for x in loss],
-            "val_ppl": math.exp(loss.mean()),  # geometric mean over seeds
+            "val_ppl": math.exp(loss.mean()) if len(loss) else math.nan,  # geometric mean over seeds
             "val_bpb": _mean_or_none(g.values(key("bpb"))),
             "tokens_per_s": _mean_or_none(g.values("train_tokens_per_s")),
             "baseline": baseline,
-            "delta": None, "delta_lo": None, "delta_hi": None, "paired_lo": None, "paired_hi": None,
+            "delta": None, "delta_lo": None, "delta_hi": None,
+            "paired_delta": None, "paired_lo": None, "paired_hi": None, "n_pairs": None, "unpaired_seeds": [],
+            "nonfinite_runs": [f"{r.path} (seed {r.seed}: {r.metrics[key('loss')]})" for r in bad],
         }
-        if base is not None:
-            row["delta"] = float(loss.mean() - base.values(key("loss")).mean())
-            ci = welch_interval(loss, base.values(key("loss"))) if base is not g else None
+        base_by_seed = finite_by_seed(base, key("loss"))[0] if base is not None else {}
+        if base_by_seed and len(loss):
+            base_loss = np.array(list(base_by_seed.values()))
+            row["delta"] = float(loss.mean() - base_loss.mean())
+            ci = welch_interval(loss, base_loss) if base is not g else None
             if ci is not None:
                 row["delta_lo"], row["delta_hi"] = float(ci[1]), float(ci[2])
-            by_seed = lambda grp: {r.seed: r.metrics[key("loss")] for r in grp.runs}  # noqa: E731
-            paired = paired_interval(by_seed(g), by_seed(base)) if base is not g else None
-            if paired is not None:
-                row["paired_lo"], row["paired_hi"] = paired[1], paired[2]
+            if base is not g:
+                row.update(paired_fields(by_seed, base_by_seed))
         if paper:
             name = g.label.split(" ")[0]
             row["paper"] = SHAZEER_2020.get(name)
@@ -93,6 +122,19 @@ def summarize(groups: Sequence[Group], baseline: str, paper: bool = False,
                                   if name in SHAZEER_2020 and baseline in SHAZEER_2020 else None)
         rows.append(row)
     return rows
+
+
+def row_warnings(rows: Sequence[dict[str, Any]], where: str = "") -> list[str]:
+    """One line per run left out for a non-finite loss, and per Δ whose seed sets differ (the paired Δ uses the
+    shared seeds only; the Welch Δ all of them)."""
+    out = []
+    for r in rows:
+        out += [f"{where}{r['variant']}: non-finite loss in {p}; left out of every mean and interval"
+                for p in r["nonfinite_runs"]]
+        if r["unpaired_seeds"]:
+            out.append(f"{where}{r['variant']} vs {r['baseline']}: seed(s) {', '.join(map(str, r['unpaired_seeds']))} "
+                       f"in only one of them, dropped from the paired Δ ({r['n_pairs']} pairs); the Welch Δ uses all")
+    return out
 
 
 def delta_curves(groups: Sequence[Group], baseline: str) -> list[dict[str, Any]]:
@@ -116,12 +158,13 @@ def delta_curves(groups: Sequence[Group], baseline: str) -> list[dict[str, Any]]
                 at = {seed: c[t] for seed, c in a.items()}
                 bt = {seed: c[t] for seed, c in b.items()}
                 welch = welch_interval(list(at.values()), list(bt.values()))
-                paired = paired_interval(at, bt)
+                paired = paired_fields(at, bt)
                 rows.append({
                     "setting": s + 1, "variant": g.label, "baseline": baseline, "tokens": int(t),
                     "n": len(at), "n_baseline": len(bt),
                     "delta": float(np.mean(list(at.values())) - np.mean(list(bt.values()))),
                     "delta_lo": float(welch[1]) if welch else None, "delta_hi": float(welch[2]) if welch else None,
-                    "paired_lo": paired[1] if paired else None, "paired_hi": paired[2] if paired else None,
+                    "paired_delta": paired["paired_delta"], "paired_lo": paired["paired_lo"],
+                    "paired_hi": paired["paired_hi"], "n_pairs": paired["n_pairs"],
                 })
     return rows

@@ -21,7 +21,7 @@ import numpy as np
 
 from ffn_zoo.analysis.compare.runs import Run, group_runs, load_run, val_curve
 from ffn_zoo.analysis.compare.stats import summarize, welch_interval
-from ffn_zoo.analysis.compare.tables import delta_cell, interval_cell
+from ffn_zoo.analysis.compare.tables import delta_cell, paired_cell
 from ffn_zoo.errors import DataError
 
 CRITERION = "train_loss_tail"
@@ -94,13 +94,13 @@ def _arm_cells(r: dict[str, Any] | None) -> list[str]:
         return ["—"] * 4
     std = f" ± {r['val_loss_std']:.3f}" if r["val_loss_std"] is not None else ""
     return [f"{r['lr']:g}", f"{r['val_loss_mean']:.3f}{std} (n={r['n']})", delta_cell(r),
-            "—" if r["variant"] == r["baseline"] else interval_cell(r["paired_lo"], r["paired_hi"])]
+            "—" if r["variant"] == r["baseline"] else paired_cell(r)]
 
 
 def markdown(report: dict[str, Any], tuning: dict[str, Any]) -> str:
     b = report["baseline"]
-    head = ["variant", "shared lr", "val/loss", f"Δ vs {b} [Welch 95%]", "paired 95%",
-            "own lr", "val/loss", f"Δ vs {b} [Welch 95%]", "paired 95%", "own − shared [Welch 95%]"]
+    head = ["variant", "shared lr", "val/loss", f"Δ vs {b} [Welch 95%]", "paired Δ [95%]",
+            "own lr", "val/loss", f"Δ vs {b} [Welch 95%]", "paired Δ [95%]", "own − shared [Welch 95%]"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for row in report["rows"]:
         g = row["tuned_minus_shared"]
@@ -113,7 +113,7 @@ def markdown(report: dict[str, Any], tuning: dict[str, Any]) -> str:
              f"Own lr: each variant's best of the grid [{grid}] on {tuning['criterion_text']}, after "
              f"{tuning['tune_steps']} steps at seed {tuning['tune_seed']} (tuning.md). Shared lr: every variant at "
              f"the same lr. val/loss: the reported validation split, nats/token, mean ± std over seeds; Δ = mean − "
-             f"{b}'s within the same arm; paired = t interval of per-seed differences (same data order within a "
+             f"{b}'s within the same arm; paired = mean of the per-seed differences with its t interval (same data order within a "
              f"seed, whatever the lr); * = the interval excludes 0."]
     if report["warnings"]:
         parts.append("\n".join(f"warning: {w}" for w in report["warnings"]))
