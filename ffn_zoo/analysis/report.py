@@ -125,12 +125,6 @@ def zoo_markdown(d_model: int = 768, d_ff: int = 3072) -> str:
 GENERATED = re.compile(r"(<!-- gen:(?P<name>[\w-]+) -->)(?P<body>.*?)(<!-- /gen:(?P=name) -->)", re.S)
 
 
-def render_readme(text: str) -> str:
-    """``text`` with every ``<!-- gen:NAME -->…<!-- /gen:NAME -->`` block regenerated from the tables."""
-    blocks = {"zoo-table": "\n" + zoo_markdown() + "\n", "zoo-count": str(len(FFN_VARIANTS))}
-    return GENERATED.sub(lambda m: m[1] + blocks[m["name"]] + m[4], text)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("overrides", nargs="*", help="train.py overrides, e.g. model=bert_base (the default)")
