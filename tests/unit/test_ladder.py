@@ -11,7 +11,7 @@ import pytest
 from ffn_zoo.errors import ConfigError, FFNZooError
 from ffn_zoo.training.build import compose
 from ffn_zoo.training.optim import lr_multiplier, lr_schedule
-from ffn_zoo.training.ladder import parse_tokens, plan_of
+from ffn_zoo.training.ladder_plan import parse_tokens, plan_of
 from tests.helpers import run_train, tiny
 
 

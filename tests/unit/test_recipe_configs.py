@@ -59,7 +59,8 @@ def test_the_recipe_ladder_shares_the_headline_ladders_default_branches() -> Non
     from omegaconf import OmegaConf
 
     from ffn_zoo.analysis.compare.runs import experiment_key, flatten
-    from ffn_zoo.training.ladder import _with, piece_changes, plan_of
+    from ffn_zoo.training.ladder import _with, piece_changes
+    from ffn_zoo.training.ladder_plan import plan_of
 
     def branches(overrides: list[str]) -> dict[int, tuple]:
         cfg = compose(overrides)
