@@ -28,12 +28,12 @@ def rows(folder: Path, stem: str, suffix: str) -> list[dict]:
         return [r for r in csv.DictReader(f) if r["variant"] == "swiglu" and r["baseline"] == "gelu"]
 
 
-def cell(r: dict | None) -> str:
+def cell(r: dict | None, seeds: str) -> str:
     if r is None:
         return "—"
     lo, hi = r["paired_lo"], r["paired_hi"]
     ci = f" [{float(lo):+.3f}, {float(hi):+.3f}]" if lo and hi else " (no interval)"
-    return f"{float(r['delta']):+.3f}{ci}"
+    return f"{float(r['delta']):+.3f}{ci}" + ("" if r["n"] == seeds else f" ({r['n']} seeds)")
 
 
 def trend(r: dict) -> str:
@@ -47,18 +47,21 @@ def main(clm_dir: str, mlm_dir: str) -> None:
     delta = {(o, s): {int(r["budget_tokens"]): r for r in rows(folders[o], "delta", x)}
              for o in OBJECTIVES for s, x in SETS.items()}
     budgets = sorted(set().union(*delta.values()))
+    counts = [r["n"] for d in delta.values() for r in d.values()]
+    seeds = max(set(counts), key=counts.count)  # the usual seed count; a cell with another names its own
     head = " | ".join(f"{o}, {s}" for s in SETS for o in OBJECTIVES)
     lines = [f"| budget (tokens) | steps | {head} |", "|---|---:|" + "---|" * (len(SETS) * len(OBJECTIVES))]
     for t in budgets:
-        cells = " | ".join(cell(delta[o, s].get(t)) for s in SETS for o in OBJECTIVES)
+        cells = " | ".join(cell(delta[o, s].get(t), seeds) for s in SETS for o in OBJECTIVES)
         steps = next(d[t]["steps"] for d in delta.values() if t in d)
         lines.append(f"| {t:,} | {steps} | {cells} |")
     lines += ["", "Trend of Δ against log10(tokens), each seed fitted on its own, then averaged:", ""]
-    lines += [f"- {o}, {s}: {trend(r)}" for s, x in SETS.items() for o in OBJECTIVES for r in rows(folders[o], "trend", x)]
+    lines += [f"- {o}, {s}: {trend(r)}"
+              for s, x in SETS.items() for o in OBJECTIVES for r in rows(folders[o], "trend", x)]
     out = folders["MLM"]
     (out / "side_by_side.md").write_text(
         "Δ(SwiGLU − GELU) in nats of validation loss (next-token under causal LM, masked-token under MLM), "
-        "paired by seed, 95%; 3 seeds unless a cell says otherwise\n\n" + "\n".join(lines) + "\n")
+        f"paired by seed, 95%; {seeds} seeds unless a cell says otherwise\n\n" + "\n".join(lines) + "\n")
 
     mask_prob = OmegaConf.load(Path(__file__).parents[3] / "configs" / "train.yaml").mlm.mask_prob
     panels = [(s, s, {o: 1.0 for o in OBJECTIVES}, "training tokens") for s in SETS]
@@ -78,7 +81,8 @@ def main(clm_dir: str, mlm_dir: str) -> None:
         ax.xaxis.set_minor_formatter(NullFormatter())  # the minor labels of a 16x span overlap
         ax.legend()
     axes[0].set_ylabel("Δ val loss, SwiGLU − GELU (nats)")
-    fig.suptitle("model=mini, same data and WSD ladder, paired 95% bands (3 seeds)")
+    fig.suptitle(f"model=mini, same data and WSD ladder, paired 95% bands "
+                 f"({seeds} seeds unless the table says otherwise)")
     fig.tight_layout()
     fig.savefig(out / "side_by_side.png", dpi=120)
     print(f"wrote {out / 'side_by_side.md'}, {out / 'side_by_side.png'}")
