@@ -28,12 +28,20 @@ def rows(folder: Path, stem: str, suffix: str) -> list[dict]:
         return [r for r in csv.DictReader(f) if r["variant"] == "swiglu" and r["baseline"] == "gelu"]
 
 
+def paired(r: dict) -> tuple[float, float, float, str]:
+    """(mean, lo, hi, pairs) of the paired Δ; CSVs from before compare wrote paired_delta had equal seed sets, where
+    the difference of means is the paired mean. No interval: lo = hi = the mean."""
+    mean = float(r.get("paired_delta") or r["delta"])
+    lo, hi = r["paired_lo"], r["paired_hi"]
+    return mean, float(lo or mean), float(hi or mean), r.get("n_pairs") or r["n"]
+
+
 def cell(r: dict | None, seeds: str) -> str:
     if r is None:
         return "—"
-    lo, hi = r["paired_lo"], r["paired_hi"]
-    ci = f" [{float(lo):+.3f}, {float(hi):+.3f}]" if lo and hi else " (no interval)"
-    return f"{float(r['delta']):+.3f}{ci}" + ("" if r["n"] == seeds else f" ({r['n']} seeds)")
+    mean, lo, hi, n = paired(r)
+    ci = f" [{lo:+.3f}, {hi:+.3f}]" if r["paired_lo"] and r["paired_hi"] else " (no interval)"
+    return f"{mean:+.3f}{ci}" + ("" if n == seeds else f" ({n} seeds)")
 
 
 def trend(r: dict) -> str:
@@ -47,7 +55,7 @@ def main(clm_dir: str, mlm_dir: str) -> None:
     delta = {(o, s): {int(r["budget_tokens"]): r for r in rows(folders[o], "delta", x)}
              for o in OBJECTIVES for s, x in SETS.items()}
     budgets = sorted(set().union(*delta.values()))
-    counts = [r["n"] for d in delta.values() for r in d.values()]
+    counts = [paired(r)[3] for d in delta.values() for r in d.values()]
     seeds = max(set(counts), key=counts.count)  # the usual seed count; a cell with another names its own
     head = " | ".join(f"{o}, {s}" for s in SETS for o in OBJECTIVES)
     lines = [f"| budget (tokens) | steps | {head} |", "|---|---:|" + "---|" * (len(SETS) * len(OBJECTIVES))]
@@ -73,9 +81,9 @@ def main(clm_dir: str, mlm_dir: str) -> None:
             by = delta[o, s]
             ts = sorted(by)
             x = [t * scale[o] for t in ts]
-            ax.plot(x, [float(by[t]["delta"]) for t in ts], style, label=o)
-            ax.fill_between(x, [float(by[t]["paired_lo"] or by[t]["delta"]) for t in ts],
-                            [float(by[t]["paired_hi"] or by[t]["delta"]) for t in ts], alpha=0.2)
+            mean, lo, hi, _ = zip(*(paired(by[t]) for t in ts))
+            ax.plot(x, mean, style, label=o)
+            ax.fill_between(x, lo, hi, alpha=0.2)
         ax.axhline(0, color="k", lw=0.8)
         ax.set(xscale="log", xlabel=xlabel, title=title)
         ax.xaxis.set_minor_formatter(NullFormatter())  # the minor labels of a 16x span overlap
