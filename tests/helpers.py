@@ -200,3 +200,25 @@ def ladder_sweep(root: Path, delta, extra=None, model: dict[str, Any] | None = N
                 ladder_branch(root, ffn, seed, t, base(seed, t) + d,
                               extra(seed, math.log10(t), ffn) if extra else None, model, params_total)
     return root
+
+# ---------------------------------------------------------------------------- ladders of several widths
+
+U, V = [0.01, -0.02, 0.01], [0.002, -0.001, -0.001]  # per-seed offsets of intercept and slope, mean 0
+SLOPE = -0.1
+CROSS = {128: 6.5, 256: 6.0, 512: 5.5}  # log10 of the tokens where Δ crosses 0: earlier as the model widens
+
+
+def width(d: int) -> dict:
+    return {"name": f"w{d}", "d_model": d, "d_ff": 4 * d, "n_heads": max(1, d // 64)}
+
+
+def widths_sweep(root: Path, flat: int | None = None, seeds=(0, 1, 2), budgets=None) -> list[Path]:
+    """One folder per width; Δ = SLOPE·(x − CROSS[d]) + seed noise; ``flat``: a width with a steady +0.05 gap."""
+    folders = []
+    for d, x0 in [*CROSS.items(), *([(flat, None)] if flat else [])]:
+        delta = ((lambda s, x, x0=x0: SLOPE * (x - x0) + U[s] + V[s] * (x - 6)) if x0 is not None
+                 else (lambda s, x: 0.05 + 0.1 * U[s] + 0.1 * V[s] * (x - 6)))
+        kwargs = {"budgets": budgets(d)} if budgets else {}
+        folders.append(ladder_sweep(root / f"d{d}", delta, model=width(d), seeds=seeds, params_total=1000 * d,
+                                    **kwargs))
+    return folders

@@ -7,6 +7,7 @@
     ladder  budget ladders (ffn_zoo/training/ladder.py): a table per budget, Δ against the budget, its trend
             (trend.py), the effective compute multiplier (multiplier.py), the Markdown and plot (ladder_text.py),
             and ladders of several widths set against the width (axis.py)
+    reports a committed ladder comparison (its ladder.json) read back as its branch runs, to pool with run folders
     tuned   each variant at its own lr (a ffn-zoo-tune folder): shared-lr and tuned-lr tables side by side
     cli     compare() (all of the above, written to <sweep>/compare) and ``ffn-zoo-compare``
 

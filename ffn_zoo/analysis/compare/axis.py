@@ -146,7 +146,7 @@ def axis_markdown(rows: Sequence[dict], axis: str) -> str:
 
 def plot_axis(rows: Sequence[dict], at_budget: Sequence[dict], axis: str, path: Path, val: str = "validation") -> bool:
     """Left: the crossing against the axis with its 95% interval (a triangle at the edge of the fitted range where
-    there is none: ▲ the gap stays > 0 there, ▼ < 0). Right: the paired Δ at each common budget, with intervals."""
+    there is none: ▲ the gap stays > 0 there, ▼ < 0; a dotted bar over the range where the sign is unresolved). Right: the paired Δ at each common budget, with intervals."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -172,6 +172,10 @@ def plot_axis(rows: Sequence[dict], at_budget: Sequence[dict], axis: str, path: 
             edge = r["tokens_hi"] if r["sign"] == "+" else r["tokens_lo"]
             left.plot(r[name], edge, "^" if r["sign"] == "+" else "v", color=color, ms=10,
                       label=None if k else f"{v}: no crossing within the fitted range")
+        open_ = [r for r in rs if r["crossing_tokens"] is None and r["sign"] == "unresolved"]
+        for k, r in enumerate(open_):  # the band holds 0 over the whole range: no point to put it at
+            left.plot([r[name]] * 2, [r["tokens_lo"], r["tokens_hi"]], ":", color=color, lw=2, marker="_", ms=12,
+                      label=None if k else f"{v}: sign unresolved over the fitted range")
         for j, tokens in enumerate(budgets):
             pts = [a for a in at_budget
                    if a["variant"] == v and a["budget_tokens"] == tokens and a["delta"] is not None]
@@ -192,7 +196,8 @@ def plot_axis(rows: Sequence[dict], at_budget: Sequence[dict], axis: str, path: 
         ax.set_xlabel(axis)
     left.set_yscale("log")
     left.set_ylabel("tokens where Δ crosses 0 (95% Fieller interval)")
-    left.set_title("Crossing against the setting (▲/▼: none within the fitted range, Δ > 0 / < 0 there)", fontsize=9)
+    left.set_title("Crossing against the setting (▲/▼: none within the fitted range, Δ > 0 / < 0 there;\n"
+                   "dotted: the sign is unresolved over the fitted range)", fontsize=9)
     left.grid(alpha=0.3)
     left.legend(fontsize=8)
     right.axhline(0, color="black", lw=0.8)

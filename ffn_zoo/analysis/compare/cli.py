@@ -6,6 +6,7 @@ custom-scalars layout that puts every run's ``val/loss`` on one chart.
     ffn-zoo-compare logs/multiruns/<time> --baseline relu --paper
     python -m ffn_zoo.analysis.compare logs/multiruns/<time>   # the same
     ffn-zoo-compare d128/ d256/ d512/   # budget ladders of several widths: + crossing_vs_width.csv and .png
+    ffn-zoo-compare experiments/.../d128 logs/d512/seed* --budgets 0.25Mi 0.5Mi 1Mi 2Mi   # a committed report too
 
 How runs are grouped: ``runs.py``; the statistics: ``stats.py``.
 """
@@ -20,23 +21,42 @@ from typing import Any, Sequence
 
 from ffn_zoo.analysis.compare.ladder import compare_ladders, has_ladders
 from ffn_zoo.analysis.compare.plots import plot_curves, plot_delta_curves, plot_deltas, write_tensorboard_layout
-from ffn_zoo.analysis.compare.runs import find_run_dirs, group_runs, is_run_dir, load_run
+from ffn_zoo.analysis.compare.reports import parse_sets, report_file, runs_from_report
+from ffn_zoo.analysis.compare.runs import Run, find_run_dirs, group_runs, is_run_dir, load_run
 from ffn_zoo.analysis.compare.stats import delta_curves, row_warnings, summarize
 from ffn_zoo.analysis.compare.tables import report_text, write_csv
+from ffn_zoo.analysis.compare.trend import tokens_label
 from ffn_zoo.analysis.compare.tuned import compare_tuned
 from ffn_zoo.errors import ConfigError, FFNZooError
 
 
 def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str = "gelu", paper: bool = False,
-            band: str = "minmax", layout: bool = True, axis: str | None = None) -> dict[str, Any]:
+            band: str = "minmax", layout: bool = True, axis: str | None = None,
+            budgets: Sequence[str | int] | None = None, sets: dict[str, Any] | None = None) -> dict[str, Any]:
     """Load, group, summarize and write everything; returns the JSON report. ``axis``: the config key ladders of
-    several settings are set against (ladder.py; default model.d_model where the settings differ in it)."""
-    run_dirs = find_run_dirs(paths)
-    runs = [load_run(p) for p in run_dirs]
-    root = Path(paths[0]) if len(paths) == 1 and not is_run_dir(Path(paths[0])) else run_dirs[0].parent
-    out = Path(out) if out else root / "compare"
+    several settings are set against (ladder.py; default model.d_model where the settings differ in it).
+    A path may be a committed ladder comparison (its ladder.json or folder: reports.py), read back as its runs,
+    with ``sets`` added to their config; ``budgets``: only the ladder branches at these budgets."""
+    reports = {Path(p): report_file(Path(p)) for p in paths}
+    read_back, warnings = [], []
+    for file in filter(None, reports.values()):
+        runs_of, warns = runs_from_report(file, sets)
+        read_back += runs_of
+        warnings += warns
+    if sets and not read_back:
+        raise ConfigError("--set adds config to committed ladder reports, and none was given")
+    folders = [p for p, f in reports.items() if f is None]
+    run_dirs = find_run_dirs(folders) if folders else []
+    runs = [load_run(p) for p in run_dirs] + read_back
+    first = Path(paths[0])
+    root = first if len(paths) == 1 and not is_run_dir(first) else (run_dirs[0].parent if run_dirs else first)
+    out = Path(out) if out else (root if root.is_dir() else root.parent) / "compare"
+    if budgets is not None:
+        runs = only_budgets(runs, budgets)
     if has_ladders(runs):  # budget ladders: a table per budget, Δ against the budget and its trend
-        return compare_ladders(runs, out, baseline, axis)
+        return compare_ladders(runs, out, baseline, axis, warnings)
+    if read_back:
+        raise ConfigError("committed ladder reports can only be compared as ladders (no ladder branch among them)")
     if axis:
         raise ConfigError(f"--axis {axis}: only budget ladders are set against a setting (no ladder branch among "
                           f"{len(runs)} run(s))")
@@ -89,6 +109,23 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
     return report
 
 
+def only_budgets(runs: list[Run], budgets: Sequence[str | int]) -> list[Run]:
+    """The ladder branches at the given budgets (``0.25Mi``, ``1M``, 262144), so ladders of several settings are
+    fitted over one range; every other branch is left out. A budget no ladder has is a mistake: one line."""
+    from ffn_zoo.training.ladder_plan import parse_tokens  # pure arithmetic; only --budgets needs it
+
+    wanted = {parse_tokens(b, "--budgets") for b in budgets}
+    branches = [r for r in runs if r.metrics.get("ladder_role") == "branch"]
+    if not branches:
+        raise ConfigError("--budgets picks budgets of ladders, and no ladder branch was found")
+    have = {int(r.metrics["ladder_budget_tokens"]) for r in branches}
+    if missing := sorted(wanted - have):
+        raise ConfigError(f"--budgets: no ladder has a branch at {', '.join(f'{t:,}' for t in missing)} tokens; "
+                          f"they have {', '.join(f'{tokens_label(t)} ({t:,})' for t in sorted(have))}")
+    return [r for r in runs if r.metrics.get("ladder_role") != "branch"
+            or int(r.metrics["ladder_budget_tokens"]) in wanted]
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="ffn-zoo-compare", description=__doc__.split("\n\n")[0])
     p.add_argument("paths", nargs="+", help="sweep folders (logs/multiruns/<time>) and/or run folders")
@@ -98,6 +135,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--band", choices=("minmax", "std"), default="minmax", help="band around the mean curve")
     p.add_argument("--axis", help="ladders of several settings: the numeric config key to set the crossing and Δ "
                    "against (default model.d_model when they differ in it, else the only key they differ in)")
+    p.add_argument("--budgets", nargs="+", metavar="TOKENS", help="ladders: compare only these budgets "
+                   "(0.25Mi 0.5Mi 1Mi 2Mi), e.g. to fit ladders of several widths over one range")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", dest="sets", help="config added to committed "
+                   "ladder reports given as paths, for one from before they recorded it (--set model.d_model=128)")
     p.add_argument("--no-layout", action="store_true", help="do not write the TensorBoard custom-scalars layout")
     return p.parse_args(argv)
 
@@ -108,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(args.paths) == 1 and (Path(args.paths[0]) / "tuning.json").is_file():  # ffn_zoo.tools.tune made it
             compare_tuned(args.paths[0], args.baseline, args.out)
             return 0
-        compare(args.paths, args.out, args.baseline, args.paper, args.band, layout=not args.no_layout, axis=args.axis)
+        compare(args.paths, args.out, args.baseline, args.paper, args.band, layout=not args.no_layout, axis=args.axis,
+                budgets=args.budgets, sets=parse_sets(args.sets))
     except FFNZooError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

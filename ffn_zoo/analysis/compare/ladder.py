@@ -145,6 +145,18 @@ def ladder_rows(branches: Sequence[Run], baseline: str, val_set: str | None = No
     return table, deltas, trends, warnings
 
 
+def ffn_configs(branches: Sequence[Run]) -> dict[str, dict[str, Any]]:
+    """{variant: its ffn.* config} for the report (reports.py reads a ladder back with it); a name that two
+    configs share is left out, as its rows are told apart by their labels."""
+    seen: dict[str, dict[str, Any]] = {}
+    twins = set()
+    for r in branches:
+        name, ffn = str(r.config.get("ffn.name")), {k: v for k, v in r.config.items() if k.startswith("ffn.")}
+        if seen.setdefault(name, ffn) != ffn:
+            twins.add(name)
+    return {k: v for k, v in seen.items() if k not in twins}
+
+
 PAIRED = ("paired_delta", "paired_lo", "paired_hi", "n_pairs", "unpaired_seeds")
 
 
@@ -172,7 +184,8 @@ def _trend_row(variant: str, losses: dict[int, dict], base: dict[int, dict], bas
 # ---------------------------------------------------------------------------------------------- driver
 
 
-def compare_ladders(runs: Sequence[Run], out: Path, baseline: str, axis: str | None = None) -> dict[str, Any]:
+def compare_ladders(runs: Sequence[Run], out: Path, baseline: str, axis: str | None = None,
+                    notes: Sequence[str] = ()) -> dict[str, Any]:
     """Write ladder.md, ladder_budgets.csv, ladder_delta.csv, ladder_trend.csv, ladder.json and ladder_delta.png,
     and the same three CSVs and plot per extra held-out set (``..._<name>.csv``, ``ladder_delta_<name>.png``).
     Ladders of several settings along a numeric key (``axis``, or chosen: ``axis.py``) also get
@@ -182,6 +195,7 @@ def compare_ladders(runs: Sequence[Run], out: Path, baseline: str, axis: str | N
     others = [r for r in runs if r.status == "ok" and r.metrics.get("ladder_role") is None]
     axis = choose_axis([dict(s) for s in ladder_settings(branches)], axis)
     table, deltas, trends, warnings = ladder_rows(branches, baseline, axis=axis)
+    warnings = [*notes, *warnings]  # the reader's own lines first (reports.py)
     extra_names = sorted({n for r in branches for n in r.metrics.get("extra_val") or []})
     sets: dict[str | None, tuple[list, list, list]] = {None: (table, deltas, trends)}
     for n in extra_names:
@@ -216,6 +230,7 @@ def compare_ladders(runs: Sequence[Run], out: Path, baseline: str, axis: str | N
             if plot_axis(rows, at_budget, axis, out / f"crossing_{stem}.png", val=val):
                 pngs.append(out / f"crossing_{stem}.png")
     report = {"budget_rows": table, "delta_rows": deltas, "trends": trends, "axis": axis,
+              "ladder_settings": [dict(s) for s in ladder_settings(branches)], "ladder_ffn": ffn_configs(branches),
               "axis_rows": on_axis.get(None, ([], []))[0], "axis_budget_rows": on_axis.get(None, ([], []))[1],
               "extra_val": {n: {"budget_rows": t, "delta_rows": d, "trends": tr,
                                 "axis_rows": on_axis.get(n, ([], []))[0]}

@@ -172,9 +172,11 @@ def group_runs(runs: Sequence[Run]) -> tuple[list[Group], list[dict[str, Any]], 
 
 
 def _drop_duplicate_seeds(members: list[Run], warnings: list[str]) -> list[Run]:
-    """The same config and seed twice (a rerun) would inflate n: keep the newest, say so."""
+    """The same config and seed twice (a rerun) would inflate n: keep the newest, say so. A run read back from a
+    committed report (reports.py, no metrics.json) is older than any run folder."""
     newest: dict[Any, Run] = {}
-    for r in sorted(members, key=lambda r: (r.path / "metrics.json").stat().st_mtime):
+    mtime = lambda r: (r.path / "metrics.json").stat().st_mtime if (r.path / "metrics.json").is_file() else 0.0  # noqa: E731
+    for r in sorted(members, key=mtime):
         if r.seed in newest:
             warnings.append(f"seed {r.seed} of {r.config.get('ffn.name')} appears twice; "
                             f"using {r.path}, not {newest[r.seed].path}")
