@@ -148,3 +148,15 @@ def test_non_finite_runs_a_report_left_out_are_named(tmp_path: Path) -> None:
                for w in again["warnings"])
     same(first["trends"], again["trends"], TREND)
 
+
+
+def test_settings_are_numbered_in_the_order_given_reports_included(tmp_path: Path) -> None:
+    ladder_sweep(tmp_path / "a", delta, model={"init_std": 0.02})
+    compare([tmp_path / "a"], out=tmp_path / "a_cmp", layout=False)
+    fresh = ladder_sweep(tmp_path / "b", lambda s, x: delta(s, x) - 0.03, model={"init_std": 0.035})
+    for order, first in (([tmp_path / "a_cmp", fresh], "model.init_std=0.02"),
+                         ([fresh, tmp_path / "a_cmp"], "model.init_std=0.035")):
+        report = compare(order, out=tmp_path / "cmp", layout=False)
+        assert next(r["setting_label"] for r in report["delta_rows"] if r["ladder_setting"] == 1) == first
+    top = [d for d in report["delta_rows"] if d["ladder_setting"] == 2]
+    assert all(d["vs_ref"] == pytest.approx(0.03) for d in top)  # the report's gap against the fresh folder's

@@ -37,17 +37,19 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
     several settings are set against (ladder.py; default model.d_model where the settings differ in it).
     A path may be a committed ladder comparison (its ladder.json or folder: reports.py), read back as its runs,
     with ``sets`` added to their config; ``budgets``: only the ladder branches at these budgets."""
-    reports = {Path(p): report_file(Path(p)) for p in paths}
-    read_back, warnings = [], []
-    for file in filter(None, reports.values()):
-        runs_of, warns = runs_from_report(file, sets)
-        read_back += runs_of
-        warnings += warns
+    runs, run_dirs, warnings, read_back = [], [], [], False
+    for path in map(Path, paths):  # in the order given: the first path's ladders are setting 1
+        if file := report_file(path):
+            runs_of, warns = runs_from_report(file, sets)
+            runs += runs_of
+            warnings += warns
+            read_back = True
+            continue
+        new = [d for d in find_run_dirs([path]) if d not in run_dirs]
+        run_dirs += new
+        runs += [load_run(d) for d in new]
     if sets and not read_back:
         raise ConfigError("--set adds config to committed ladder reports, and none was given")
-    folders = [p for p, f in reports.items() if f is None]
-    run_dirs = find_run_dirs(folders) if folders else []
-    runs = [load_run(p) for p in run_dirs] + read_back
     first = Path(paths[0])
     root = first if len(paths) == 1 and not is_run_dir(first) else (run_dirs[0].parent if run_dirs else first)
     out = Path(out) if out else (root if root.is_dir() else root.parent) / "compare"
