@@ -22,7 +22,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf, open_dict
 
-from ffn_zoo.analysis.compare.ladder import _setting_key
+from ffn_zoo.analysis.compare.ladder import ladder_settings
 from ffn_zoo.analysis.compare.runs import Run
 from ffn_zoo.training.build import config_dir
 from ffn_zoo.training.ladder import piece_changes
@@ -54,7 +54,7 @@ def main(folder: str, *overrides: str) -> None:
     settings, ffn = None, {}
     for v in variants:
         config = composed([f"ffn={v}", "seed=0", *overrides])
-        key = dict(_setting_key(Run(file, "ok", config)))
+        key = dict(ladder_settings([Run(file, "ok", config)])[0])
         if settings is not None and key != settings:
             sys.exit(f"ffn={v} composes another setting than {variants[0]}: not one ladder setting")
         settings = key

@@ -146,7 +146,8 @@ def axis_markdown(rows: Sequence[dict], axis: str) -> str:
 
 def plot_axis(rows: Sequence[dict], at_budget: Sequence[dict], axis: str, path: Path, val: str = "validation") -> bool:
     """Left: the crossing against the axis with its 95% interval (a triangle at the edge of the fitted range where
-    there is none: ▲ the gap stays > 0 there, ▼ < 0; a dotted bar over the range where the sign is unresolved). Right: the paired Δ at each common budget, with intervals."""
+    there is none: ▲ the gap stays > 0 there, ▼ < 0; a dotted bar over the range where the sign is unresolved).
+    Right: the paired Δ at each common budget, with intervals."""
     import matplotlib
 
     matplotlib.use("Agg")

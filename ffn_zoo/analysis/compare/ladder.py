@@ -193,7 +193,8 @@ def compare_ladders(runs: Sequence[Run], out: Path, baseline: str, axis: str | N
     branches = [r for r in runs if r.status == "ok" and r.metrics.get("ladder_role") == "branch"]
     problems = [r for r in runs if r.status != "ok"]
     others = [r for r in runs if r.status == "ok" and r.metrics.get("ladder_role") is None]
-    axis = choose_axis([dict(s) for s in ladder_settings(branches)], axis)
+    settings = [dict(s) for s in ladder_settings(branches)]
+    axis = choose_axis(settings, axis)
     table, deltas, trends, warnings = ladder_rows(branches, baseline, axis=axis)
     warnings = [*notes, *warnings]  # the reader's own lines first (reports.py)
     extra_names = sorted({n for r in branches for n in r.metrics.get("extra_val") or []})
@@ -230,7 +231,7 @@ def compare_ladders(runs: Sequence[Run], out: Path, baseline: str, axis: str | N
             if plot_axis(rows, at_budget, axis, out / f"crossing_{stem}.png", val=val):
                 pngs.append(out / f"crossing_{stem}.png")
     report = {"budget_rows": table, "delta_rows": deltas, "trends": trends, "axis": axis,
-              "ladder_settings": [dict(s) for s in ladder_settings(branches)], "ladder_ffn": ffn_configs(branches),
+              "ladder_settings": settings, "ladder_ffn": ffn_configs(branches),
               "axis_rows": on_axis.get(None, ([], []))[0], "axis_budget_rows": on_axis.get(None, ([], []))[1],
               "extra_val": {n: {"budget_rows": t, "delta_rows": d, "trends": tr,
                                 "axis_rows": on_axis.get(n, ([], []))[0]}

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from ffn_zoo.analysis.compare.runs import Run
+from ffn_zoo.analysis.compare.runs import Run, is_run_dir
 from ffn_zoo.errors import DataError
 
 
@@ -24,17 +24,13 @@ def report_file(path: Path) -> Path | None:
     """The ladder report at ``path`` (a ``ladder.json`` written by compare, or the folder holding one), else None.
     A ladder's own manifest is also named ladder.json; only compare's has ``budget_rows``."""
     file = path / "ladder.json" if path.is_dir() else path
-    if file.name != "ladder.json" or not file.is_file() or (path.is_dir() and _is_run_folder(path)):
+    if file.name != "ladder.json" or not file.is_file() or (path.is_dir() and is_run_dir(path)):
         return None
     try:
         report = json.loads(file.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     return file if isinstance(report, dict) and "budget_rows" in report else None
-
-
-def _is_run_folder(path: Path) -> bool:
-    return (path / "metrics.json").is_file() or (path / ".hydra" / "config.yaml").is_file()
 
 
 def runs_from_report(file: Path, extra_config: dict[str, Any] | None = None) -> tuple[list[Run], list[str]]:
