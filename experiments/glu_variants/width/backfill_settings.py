@@ -64,7 +64,7 @@ def main(folder: str, *overrides: str) -> None:
                   ladder_settings_composed={"overrides": list(overrides), "commit": commit})
     file.write_text(json.dumps(report, indent=2, default=str) + "\n")
     print(f"{file}: ladder_settings composed from {' '.join(overrides)} ({len(settings)} keys; "
-          f"model.d_model={settings.get('model.d_model')}, ladder.budgets={settings.get('ladder.budgets')})")
+          f"model.name={settings.get('model.name')}, model.d_model={settings.get('model.d_model')})")
 
 
 if __name__ == "__main__":
