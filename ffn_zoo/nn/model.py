@@ -184,11 +184,16 @@ class Init:
 
     apply: Callable[[TransformerLM], None]
     scaled_head: bool  # the tied head reads final_norm(x)·d_model^-0.5
-    summary: str
+    summary: str  # may name {init_std} and {residual_std}, filled in by describe()
+
+    def describe(self, cfg: ModelConfig) -> str:
+        """The summary with this model's numbers in it (the banner's ``init`` line)."""
+        return self.summary.format(init_std=cfg.init_std, residual_std=cfg.init_std / math.sqrt(2 * cfg.n_layers))
 
 
 INITS: dict[str, Init] = {
-    "gpt2": Init(init_gpt2, False, "N(0, init_std), residual outputs /√(2·layers)  [Radford et al. 2019, GPT-2]"),
+    "gpt2": Init(init_gpt2, False, "N(0, {init_std:.3g}), residual outputs N(0, {residual_std:.3g}) "
+                 "(init_std/√(2·layers))  [Radford et al. 2019, GPT-2]"),
     "fan_in": Init(init_fan_in, True, "σ = 1/√fan_in for every projection (FFN truncated at ±2σ), embeddings "
                    "N(0, 1), head input ×d_model^-0.5  [mesh-tensorflow / T5, Raffel et al. 2020; Shazeer 2020]"),
 }

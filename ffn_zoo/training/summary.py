@@ -37,7 +37,7 @@ def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: st
         f"total {model.num_params():,}",
         f"model    {cfg.model.name}: d_model {mc.d_model}, {mc.n_layers} layers, {mc.n_heads} heads, "
         f"{mc.norm}-LN, context {cfg.data.seq_len}, vocab {mc.vocab_size}",
-        f"init     {mc.init}: {INITS[mc.init].summary}",
+        f"init     {mc.init}: {INITS[mc.init].describe(mc)}",
         f"data     {corpus_desc}",
         f"budget   {cfg.trainer.max_steps} steps × {cfg.data.batch_size} × {cfg.data.seq_len} tokens, seed {cfg.seed}",
         describe_optim(cfg.optim, cfg.trainer.max_steps),

@@ -106,3 +106,17 @@ def test_unknown_init_lists_the_valid_ones() -> None:
 def test_build_model_takes_the_init() -> None:
     assert build_model("tiny", "swiglu", vocab_size=64, init="fan_in").cfg.init == "fan_in"
     assert build_model("tiny", "swiglu", vocab_size=64).cfg.init == "gpt2"  # the yaml default
+
+
+@pytest.mark.parametrize("init", list(INITS))
+def test_banner_line_states_the_weights_actual_scale(init: str) -> None:
+    """The banner's init line is filled in with this model's σ; for gpt2, the residual σ it states is the measured
+    std of the FFN's output weights (so a run at ``model.init_std=0.0115`` says which scale it trained at)."""
+    m = model(init, False, "gelu")
+    line = INITS[init].describe(m.cfg)
+    assert "{" not in line and INITS[init].summary.split("  [")[-1] in line  # every field filled, paper kept
+    if init == "gpt2":
+        w_out = m.blocks[0].ffn.w_out.weight
+        stated = float(line.split("residual outputs N(0, ")[1].split(")")[0])
+        assert stated == pytest.approx(w_out.std().item(), rel=5 / math.sqrt(2 * w_out.numel()) + 1e-3)
+        assert f"N(0, {m.cfg.init_std:.3g})" in line
