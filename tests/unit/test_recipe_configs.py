@@ -94,3 +94,21 @@ def test_the_mlm_ladder_is_the_causal_ladder_with_bert_objective() -> None:
                 for p in ("glu_ladder_cpu", "glu_ladder_mlm_cpu"))
     assert {k for k in clm.keys() | mlm.keys() if clm.get(k) != mlm.get(k)} == {"objective"}
     assert (clm["objective"], mlm["objective"]) == ("clm", "mlm")
+
+
+def test_the_token_cache_is_not_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs made on machines with different FFNZOO_CACHE folders are the same experiment (compare pools them);
+    the corpus itself still is a setting."""
+    from omegaconf import OmegaConf
+
+    from ffn_zoo.analysis.compare.runs import experiment_key, flatten
+
+    def key(overrides: list[str]) -> tuple:
+        return experiment_key(flatten(OmegaConf.to_container(compose(overrides), resolve=True)))
+
+    monkeypatch.setenv("FFNZOO_CACHE", "/one/machine/cache")
+    here = key(["experiment=glu_ladder_cpu"])
+    monkeypatch.setenv("FFNZOO_CACHE", "/another/cache")
+    assert key(["experiment=glu_ladder_cpu"]) == here
+    assert compose(["experiment=glu_ladder_cpu"]).data.cache_dir == "/another/cache"
+    assert key(["experiment=glu_ladder_cpu", "data=c4"]) != here

@@ -18,12 +18,14 @@ import numpy as np
 from ffn_zoo.errors import DataError
 from ffn_zoo.training.runs import flatten_dict as flatten  # the same dotted keys train.py logs as HParams
 
-# Config keys that do not define an experiment: the seed (what we average over), paths, logging,
-# checkpointing, instruments, and the impl group (how fast, not what). Prefix match on the dotted key.
+# Config keys that do not define an experiment: the seed (what we average over), paths (the token cache too: each
+# machine keeps its own, FFNZOO_CACHE), logging, checkpointing, instruments, and the impl group (how fast, not
+# what). Prefix match on the dotted key.
 IGNORED_KEYS = (
     "seed", "log_dir", "impl.", "logger.", "hydra.", "ckpt_path", "checkpoint.", "debug.", "instruments.",
     "trainer.enable_progress_bar", "trainer.enable_model_summary", "trainer.log_every_n_steps",
     "trainer.val_check_interval", "trainer.num_sanity_val_steps", "data.val_batch_size", "data.num_workers",
+    "data.cache_dir",
     "data.extra_val",  # extra held-out sets are scored, never trained on (data.extra_val_defaults too)
 )
 
