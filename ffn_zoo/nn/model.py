@@ -140,6 +140,11 @@ def _zero_biases(model: nn.Module) -> None:
             nn.init.zeros_(p)
 
 
+def residual_std(cfg: ModelConfig) -> float:
+    """GPT-2's σ for the projections that write into the residual stream: init_std/√(2·layers)."""
+    return cfg.init_std / math.sqrt(2 * cfg.n_layers)
+
+
 def init_gpt2(model: TransformerLM) -> None:
     """Normal(0, init_std) for every matrix, embeddings included; the projections that write into the residual
     stream get init_std/√(2·layers) so the residual variance does not grow with depth (GPT-2)."""
@@ -148,7 +153,7 @@ def init_gpt2(model: TransformerLM) -> None:
         if p.dim() < 2:
             continue  # biases, norms and scalar activation parameters keep their own init
         scaled = name.endswith(("attn.out.weight", "ffn.w_out.weight"))
-        nn.init.normal_(p, mean=0.0, std=std / math.sqrt(2 * model.cfg.n_layers) if scaled else std)
+        nn.init.normal_(p, mean=0.0, std=residual_std(model.cfg) if scaled else std)
     _zero_biases(model)
 
 
@@ -188,7 +193,7 @@ class Init:
 
     def describe(self, cfg: ModelConfig) -> str:
         """The summary with this model's numbers in it (the banner's ``init`` line)."""
-        return self.summary.format(init_std=cfg.init_std, residual_std=cfg.init_std / math.sqrt(2 * cfg.n_layers))
+        return self.summary.format(init_std=cfg.init_std, residual_std=residual_std(cfg))
 
 
 INITS: dict[str, Init] = {
