@@ -1,8 +1,8 @@
 """``hydra/launcher=parallel``: a sweep's jobs side by side on this machine, ``hydra.launcher.n_jobs`` at a time.
 
-Built on hydra-joblib-launcher (its JoblibLauncher, subclassed in hydra_plugins/ffn_zoo_parallel, where Hydra
-looks for launchers, and joblib's loky process pool), which runs at most n_jobs at
-once and starts the next job as one ends. What this adds, so a parallel sweep behaves as the serial one:
+Built on joblib's loky process pool (the launcher class lives in hydra_plugins/ffn_zoo_parallel, where Hydra
+looks for launchers), which runs at most n_jobs at once and starts the next job as one ends. What this adds, so
+a parallel sweep behaves as the serial one:
 
 - each job gets ``impl.threads=auto`` (unless the sweep sets it): cores ÷ n_jobs (ffn_zoo/training/jobs.py);
 - each job's console goes to ``<run folder>/console.log``; the terminal gets one line per finished or failed job;
@@ -187,7 +187,7 @@ def job_line(result: dict[str, Any], done: int, total: int) -> str:
 def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
     """The jobs of one batch of the sweep, ``launcher.joblib["n_jobs"]`` at a time; -> a JobReturn per job, in order.
 
-    ``launcher`` is hydra_plugins/ffn_zoo_parallel's ParallelLauncher (the plugin's JoblibLauncher, set up by Hydra).
+    ``launcher`` is hydra_plugins/ffn_zoo_parallel's ParallelLauncher, set up by Hydra.
     """
     setup_globals()
     assert launcher.config is not None and launcher.task_function is not None and launcher.hydra_context is not None

@@ -1,16 +1,32 @@
-"""``hydra/launcher=parallel`` (configs/hydra/launcher/parallel.yaml): hydra-joblib-launcher's JoblibLauncher with
-ffn-zoo's job rules. Hydra imports every module under ``hydra_plugins`` at start-up, so this one stays light."""
+"""``hydra/launcher=parallel`` (configs/hydra/launcher/parallel.yaml): a sweep's jobs side by side in a joblib
+process pool, with ffn-zoo's job rules (ffn_zoo/training/parallel.py).
+
+Hydra imports every module under ``hydra_plugins`` at start-up, so this one imports nothing beyond Hydra's core:
+joblib is loaded when a sweep launches. It needs no hydra-joblib-launcher (whose JoblibLauncher only stored what
+this class stores), so a machine without that package, such as the GPU image, trains and sweeps all the same.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from hydra.core.utils import JobReturn
-from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
+from hydra.plugins.launcher import Launcher
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig
 
 
-class ParallelLauncher(JoblibLauncher):
+class ParallelLauncher(Launcher):
     """A sweep's jobs ``n_jobs`` at a time, threads split, one console line per job (ffn_zoo.training.parallel)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.config: DictConfig | None = None
+        self.task_function: TaskFunction | None = None
+        self.hydra_context: HydraContext | None = None
+        self.joblib = kwargs  # the launcher config's fields (n_jobs), as joblib.Parallel's settings
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.config, self.task_function, self.hydra_context = config, task_function, hydra_context
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from ffn_zoo.training.parallel import launch

@@ -1,6 +1,6 @@
 """The device check's CUDA path, checked on the CPU: no host sync or CPU copy in the hot step, every tensor on
 the step's device (the meta device refuses both), autocast dtypes, pinned loader memory on CUDA, and the
-check's own planning (batch doubling, job groups, budgets, the hard timeout)."""
+check's own planning (batch doubling, part glu's budgets, the parts' time limits, a missing package)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ffn_zoo.data.datamodule import LMDataModule
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.tools.device_check.cli import run_child
 from ffn_zoo.tools.device_check.gemm import nominal_for
-from ffn_zoo.tools.device_check.glu import glu_budget, job_groups
+from ffn_zoo.tools.device_check.glu import ladder_steps, plan_budgets, rung_steps
 from ffn_zoo.tools.device_check.part import from_json
 from ffn_zoo.tools.device_check.report import Report, markdown
 from ffn_zoo.tools.device_check.sizes import DRY, GPU, PARTS
@@ -130,23 +130,46 @@ def test_largest_batch_doubles_until_it_does_not_fit() -> None:
     assert largest_batch(lambda b: False, 8, 512) is None
 
 
-@pytest.mark.parametrize("concurrency,n_groups", [(8, 8), (4, 4), (2, 2), (1, 2), (16, 8)])
-def test_job_groups_cover_every_job_once(concurrency: int, n_groups: int) -> None:
-    ffns, seeds = ("gelu", "relu", "geglu", "swiglu"), (0, 1)
-    groups = job_groups(ffns, seeds, concurrency)
-    assert len(groups) == n_groups
-    jobs = sorted((f, s) for fs, s in groups for f in fs)
-    assert jobs == sorted((f, s) for f in ffns for s in seeds)
+GLU_OPTIM = {"schedule": "wsd", "warmup": 48, "decay_fraction": 0.2, "decay_shape": "linear"}  # glu_ladder_cpu's
 
 
-def test_glu_budget_six_validations_and_the_cap() -> None:
+@pytest.mark.parametrize("tokens_per_s", [5e4, 2e5, 5e5, 3e6])
+def test_glu_budgets_are_the_most_doublings_that_fit_the_window(tokens_per_s: float) -> None:
     s = GPU
-    steps, aggregate = glu_budget(2e5, 100, 8, 8, 1.5, s)
-    assert aggregate == 3e5 and steps % 6 == 0 and steps > 0
-    assert steps * s.glu_batch * 128 <= 3e5 * 100 / 8  # fits the window at the assumed speed
-    big, _ = glu_budget(1e9, 100, 8, 8, 1.5, s)
-    assert big * s.glu_batch * 128 <= s.glu_tokens_cap
-    assert glu_budget(1.0, 1, 8, 1, 1.5, s)[0] == 6  # never fewer than six validations
+    tps = s.glu_batch * s.glu_seq
+    steps, affordable, notes = plan_budgets(s, GLU_OPTIM, tokens_per_s, 200, corpus_tokens=None)
+    assert affordable == pytest.approx(s.glu_safety * tokens_per_s * 200 / 4)  # four ladders share the window
+    assert steps == rung_steps(s, len(steps)) and steps[0] == s.glu_min_steps  # 64, 128, 256, ...
+    cost = ladder_steps(steps, GLU_OPTIM, tps) * tps
+    if cost <= affordable:  # fits; one more doubling would not (or the cap is reached)
+        assert not notes
+        assert len(steps) == s.glu_max_rungs or \
+            ladder_steps(rung_steps(s, len(steps) + 1), GLU_OPTIM, tps) * tps > affordable
+    else:  # not even the smallest ladder fits: it runs anyway, and a note says so
+        assert len(steps) == 1 and "smallest ladder" in notes[0]
+
+
+def test_glu_budgets_stop_where_the_carried_corpus_ends() -> None:
+    s = GPU
+    tps = s.glu_batch * s.glu_seq
+    steps, _, notes = plan_budgets(s, GLU_OPTIM, 1e7, 200, corpus_tokens=int(1.5 * 128 * tps))
+    assert steps == [64, 128] and len(notes) == 1  # 256 steps would repeat tokens
+    assert "carry >=" in notes[0] and "train shards" in notes[0]
+
+
+def test_a_missing_package_is_one_line_naming_it(tmp_path, monkeypatch, capsys) -> None:
+    """Without Hydra (the GPU image, no wheels carried), the parts that need it fail with one line naming the
+    package and what to do; the parts that need nothing of it still run."""
+    from ffn_zoo.tools.device_check import cli
+
+    monkeypatch.setattr(cli, "TRAINING_STACK", {**cli.TRAINING_STACK, "no_such_module_ffnzoo": "no-such-package"})
+    assert cli.missing_packages(None) == ["no-such-package"]
+    rc = cli.main(["--dry-run", "--parts", "env", "step", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "w")])
+    report = from_json(Report, json.loads((tmp_path / "out" / "report.json").read_text()))
+    assert rc == 1 and report.parts["env"].status == "ok"
+    step = report.parts["step"]
+    assert step.status == "failed" and "needs no-such-package" in step.error and "device_prep.sh" in step.error
+    assert "\n" not in step.error and "needs no-such-package" in capsys.readouterr().err
 
 
 def test_gpu_budgets_fit_the_device_limit() -> None:
@@ -175,7 +198,7 @@ def test_report_renders_a_half_finished_part() -> None:
                 "result": {}}}})
     md = markdown(report)
     assert "## 3. Training step — timeout" in md and "(incomplete" in md and "RuntimeError: boom" in md
-    assert "## 5. GLU variants, small scale — failed" in md and "(no table)" in md
+    assert "## 5. GLU at BERT-base, both objectives — failed" in md and "(no table)" in md
     assert not math.isnan(report.wall_s)
 
 

@@ -11,7 +11,8 @@
   step   (step.py)   our training step at BERT-base shape at the largest batch that fits: tokens/s, MFU, memory,
                      host syncs; TF32 vs bf16, eager vs compile; HF GPT-2 of the same shape; GEGLU, SwiGLU vs GELU
   train  (train.py)  the training entry point end to end on the GPU: trains, checkpoints, is SIGKILLed, resumes
-  glu    (glu.py)    gelu, relu, geglu, swiglu x 2 seeds of the CPU recipe, several runs at once; the compare table
+  glu    (glu.py)    BERT-base itself: gelu vs swiglu under clm and mlm, one WSD ladder each (the CPU map's recipe
+                     at seq 512, bf16), budgets sized from part step; the ladder comparison, and a tarball of it
 
 ``sizes.py`` holds what differs between the GPU check and the dry run, ``part.py`` a part's typed, saved result,
 ``procs.py`` the child processes, ``report.py`` report.json's dataclass and its Markdown.

@@ -54,6 +54,27 @@ def start_child(name: str, sizes: Sizes, work: Path, budget: float, data: Path |
     return subprocess.Popen(cmd, env={**child_env(site), **env_vars}, start_new_session=True)
 
 
+# What the parts past gemm import (Hydra composes every run), as import name -> the package to ship. The GPU image
+# has no Hydra: scripts/device_prep.sh ships hydra-core, omegaconf and antlr4 as wheels.
+TRAINING_STACK = {"hydra": "hydra-core", "omegaconf": "omegaconf", "antlr4": "antlr4-python3-runtime",
+                  "lightning": "lightning", "tokenizers": "tokenizers", "tensorboard": "tensorboard",
+                  "matplotlib": "matplotlib", "joblib": "joblib"}
+NEEDS_STACK = ("step", "train", "glu", "prep")
+
+
+def missing_packages(site: Path | None) -> list[str]:
+    """The training stack's packages the parts' Python cannot import (``site`` first on its path)."""
+    probe = "import importlib.util as u, sys; print(' '.join(m for m in sys.argv[1:] if u.find_spec(m) is None))"
+    out = subprocess.run([sys.executable, "-c", probe, *TRAINING_STACK], env=child_env(site), capture_output=True,
+                         text=True, check=True).stdout.split()
+    return [TRAINING_STACK[m] for m in out]
+
+
+def missing_line(missing: list[str]) -> str:
+    return (f"needs {', '.join(missing)}, not installed here: ship {'it' if len(missing) == 1 else 'them'} as wheels "
+            f"in .device/wheels (scripts/device_prep.sh; bash scripts/device_check.sh installs them)")
+
+
 def run_child(name: str, sizes: Sizes, work: Path, budget: float, data: Path | None = None,
               site: Path | None = None) -> PartRun:
     """A part in its own process group, killed (all of it: training children too) at its budget."""
@@ -76,9 +97,10 @@ def install_wheels(wheels: Path, site: Path) -> list[str]:
 def write_report(report: Report, out: Path, work: Path) -> None:
     atomic_write_bytes(out / "report.json", (json.dumps(asdict(report), indent=1, default=str) + "\n").encode())
     atomic_write_bytes(out / "report.md", markdown(report).encode())
-    png = work / "glu" / "compare" / "loss_curves.png"
-    if png.is_file():
-        atomic_write_bytes(out / "glu_loss_curves.png", png.read_bytes())
+    for src, dst in ((work / "glu" / "compare" / "ladder_delta.png", "glu_ladder_delta.png"),
+                     (work / glu.TARBALL, glu.TARBALL)):  # the ladders come back whole: ffn-zoo-compare reads them
+        if src.is_file():
+            atomic_write_bytes(out / dst, src.read_bytes())
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -124,12 +146,20 @@ def main(argv: list[str] | None = None) -> int:
     site = work / "site" if args.wheels else None
     if site:
         report.wheels = install_wheels(args.wheels, site)
+    missing = missing_packages(site)
+    if missing:
+        print(f"error: the parts {', '.join(p for p in args.parts if p in NEEDS_STACK)} {missing_line(missing)}",
+              file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     # part glu's tokenization needs no GPU: it runs beside the GPU parts, on a share of the cores
     cores = str(max(1, (os.cpu_count() or 2) // 4))
     prep = start_child("prep", sizes, work, sizes.budgets["glu"], data, site, CUDA_VISIBLE_DEVICES="",
-                       RAYON_NUM_THREADS=cores, OMP_NUM_THREADS=cores) if "glu" in args.parts else None
+                       RAYON_NUM_THREADS=cores, OMP_NUM_THREADS=cores) if "glu" in args.parts and not missing else None
     for name in args.parts:
+        if missing and name in NEEDS_STACK:  # one line naming the packages, not a traceback per part
+            report.parts[name] = PartRun("failed", None, 0.0, sizes.budgets[name], missing_line(missing))
+            write_report(report, args.out, work)
+            continue
         if name == "glu" and prep is not None:
             report.prep_rc = finish(prep, sizes.budgets["glu"] / 3)  # killed: part glu does it itself
         print(f"== part {name} (budget {sizes.budgets[name]:.0f} s)", flush=True)

@@ -112,22 +112,25 @@ def _train(r: TrainResult) -> list[str]:
 
 
 def _glu(r: GluResult) -> list[str]:
-    floor = "" if r.meets_floor else " (BELOW 10x: the window allowed no more)"
     prep = r.prep
-    return [f"Corpus: {prep.corpus if prep else None} (prep {_f(prep.prep_s if prep else None, '.0f')} s).",
-            f"Budget: {r.steps} steps, {_f((r.tokens_per_run or 0) / 1e6, '.2f')} M tokens per run = "
-            f"{_f(r.x_cpu_table, '.1f')}× the CPU table's 0.98 M{floor} ({_f(r.corpus_epochs, '.2f')} epochs of "
-            f"the corpus); sized from {r.sized_from} ({_f(r.step_tokens_per_s, ',.0f')} tokens/s, assumed "
-            f"aggregate {_f(r.assumed_aggregate_tokens_per_s, ',.0f')}, measured "
-            f"{_f(r.measured_aggregate_tokens_per_s, ',.0f')}); {len(r.groups)} processes at once, "
-            f"{_f(r.train_wall_s, '.0f')} s; return codes {r.return_codes}.", "",
-            r.table_md or "(no table)"]
+    mi = ", ".join(f"{t / 2**20:g}" for t in r.budget_tokens)
+    lines = [f"Corpus: {prep.corpus if prep else None} ({prep.shards if prep else 0} train shards; prep "
+             f"{_f(prep.prep_s if prep else None, '.0f')} s).",
+             f"Ladders: {', '.join(r.ladders)} (seed 0), budgets {mi} Mi tokens, {_f(r.ladder_steps, 'd')} steps of "
+             f"{_f(r.tokens_per_step, ',d')} tokens each (largest budget = {_f(r.corpus_epochs, '.2f')} epochs of "
+             f"the corpus); sized from {r.sized_from} ({_f(r.step_tokens_per_s, ',.0f')} tokens/s: "
+             f"{_f(r.planned_s, '.0f')} s planned at that speed in a {_f(r.window_s, '.0f')} s window); all at once "
+             f"{_f(r.train_wall_s, '.0f')} s, {_f(r.measured_aggregate_tokens_per_s, ',.0f')} tokens/s together if "
+             f"every ladder finished; return codes {r.return_codes}; results in {r.tarball or '(no tarball)'}."]
+    lines += [f"note: {n}" for n in r.notes] + [f"warning: {w}" for w in r.warnings]
+    lines += [f"problem: {x.get('path')}: {x.get('status')} {x.get('error') or ''}" for x in r.problems]
+    return lines + ["", r.table_md or "(no table)"]
 
 
 SECTIONS: dict[str, tuple[str, type, Callable[[Any], list[str]]]] = {
     "env": ("1. Environment", EnvResult, _env), "gemm": ("2. GEMM peak", GemmResult, _gemm),
     "step": ("3. Training step", StepResult, _step), "train": ("4. Training end to end", TrainResult, _train),
-    "glu": ("5. GLU variants, small scale", GluResult, _glu)}
+    "glu": ("5. GLU at BERT-base, both objectives", GluResult, _glu)}
 
 
 def markdown(report: Report) -> str:
