@@ -34,6 +34,7 @@ from ffn_zoo.training.ladder import run_ladder
 from ffn_zoo.training.lit_module import LitLM
 from ffn_zoo.training.loggers import build_loggers, log_hparams, quiet_warnings, write_layouts
 from ffn_zoo.training.objectives import model_vocab_size, prepare_objective
+from ffn_zoo.training.precision import run_precision
 from ffn_zoo.training.progress import ValidationLines, interactive, quiet_lightning
 from ffn_zoo.training.runs import SWEPT_KEYS_ENV, register_resolvers, resume_point, swept_keys
 from ffn_zoo.training.scale import trainer_kwargs
@@ -53,6 +54,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     if threads := job_threads(cfg.impl.threads):  # auto: cores ÷ the jobs side by side (jobs.py)
         torch.set_num_threads(threads)
     torch.set_float32_matmul_precision(cfg.impl.matmul_precision)
+    precision = run_precision(cfg.impl.precision, cfg.trainer.accelerator)  # auto: bf16 where the hardware has it
     L.seed_everything(cfg.seed, workers=True, verbose=False)
 
     corpus = build_corpus(OmegaConf.to_container(cfg.data, resolve=True))
@@ -72,7 +74,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     trainer = L.Trainer(
         **{**trainer_kwargs(OmegaConf.to_container(cfg.trainer, resolve=True)),  # strategy by name (scale.py)
            "enable_progress_bar": show_bar},
-        precision=cfg.impl.precision,
+        precision=precision,
         gradient_clip_val=cfg.optim.grad_clip or None,
         logger=build_loggers(cfg.logger, run_dir, resume_step) or False,  # a resume drops the killed run's later steps
         callbacks=[throughput, StepProgressBar(refresh_rate=5) if show_bar else ValidationLines(throughput)]
@@ -103,6 +105,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
         "skipped_steps": next(cb for cb in safety if isinstance(cb, NonFiniteGuard)).skipped,
         "resumed_from": str(ckpt_path) if ckpt_path else None,
         "objective": objective.name,
+        "precision": precision,  # what ran (impl.precision=auto resolves per machine)
         **(act_stats.final_metrics() if act_stats else {}),  # instruments.py
         **module.extra_val_metrics(),  # data.extra_val: val_<name>_loss, _ppl, _bpb
         **(extra_metrics or {}),

@@ -45,6 +45,7 @@ from ffn_zoo.nn.flops import gemm_peak_flops, training_flops_per_token
 from ffn_zoo.training.lit_module import LitLM
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.training.optim import build_optimizer, param_groups
+from ffn_zoo.training.precision import BF16_ON_CPU, bf16_support, cpu_flags
 from ffn_zoo.tools import gemm_floor
 
 PRECISIONS = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16}
@@ -211,7 +212,7 @@ def _summary(r: Result, peak: dict[str, list[float]], peer: Result | None) -> di
         "spread": (max(tps) - min(tps)) / med if med else None, "repeats": tps,
         "flops_per_token": r.flops_per_token, "gemm_peak_flops": peak_best,
         "gemm_peak_repeats": peak[r.case.precision], "mfu": med * r.flops_per_token / peak_best, "load_1min": r.load,
-        "peak_rss_mib": r.peak_rss_mib, "peak_device_mib": r.peak_dev_mib,
+        "peak_rss_mib": r.peak_rss_mib, "peak_device_mib": r.peak_dev_mib, "cpu_bf16": bf16_support(cpu_flags()),
     }
     if r.step_s:
         out["data_share"] = sum(r.data_s) / (sum(r.data_s) + sum(r.step_s))
@@ -284,6 +285,8 @@ def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     print(f"benchmark {when}: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {threads} threads, "
           f"torch {torch.__version__}, device {device}, load {os.getloadavg()[0]:.2f}", flush=True)
+    if device == "cpu":
+        print(f"CPU bf16: {BF16_ON_CPU[bf16_support(cpu_flags())]}", flush=True)
 
     # every stepper built (and warmed) up front, so each repeat times all of them back to back
     steppers: dict[tuple[Case, str], Stepper] = {}

@@ -16,6 +16,7 @@ from ffn_zoo.errors import ConfigError, require_positive
 from ffn_zoo.nn.ffn import FFNSpec, check_variant_spec, gated_hidden_width
 from ffn_zoo.nn.model import ModelConfig, TransformerLM
 from ffn_zoo.training.optim import lr_schedule
+from ffn_zoo.training.precision import check_precision
 from ffn_zoo.training.runs import register_resolvers
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -33,7 +34,8 @@ def config_dir() -> Path:
 
 
 def validate_config(cfg: DictConfig) -> None:
-    """The checks no single module owns: budgets > 0, and a context that fits the position table."""
+    """The checks no single module owns: budgets > 0, a context that fits the position table, the schedule's keys,
+    the precision's name."""
     require_positive(**{
         "trainer.max_steps": cfg.trainer.max_steps, "data.batch_size": cfg.data.batch_size,
         "data.val_batch_size": cfg.data.val_batch_size, "data.seq_len": cfg.data.seq_len,
@@ -45,6 +47,7 @@ def validate_config(cfg: DictConfig) -> None:
             f"set model.seq_len >= {cfg.data.seq_len}"
         )
     lr_schedule(cfg.optim, cfg.trainer.max_steps)  # the schedule's keys fail here, before anything is built
+    check_precision(cfg.impl.precision)
 
 
 def ffn_hidden(ffn: Any, d_ff: int) -> int:

@@ -20,12 +20,14 @@ from ffn_zoo.atomic import write_json
 from ffn_zoo.training.jobs import threads_note
 from ffn_zoo.training.lit_module import LitLM
 from ffn_zoo.training.optim import describe_optim
+from ffn_zoo.training.precision import BF16_ON_CPU, bf16_support, cpu_flags, precision_used, run_precision
 from ffn_zoo.training.runs import CKPT_DIR
 
 
 def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: str) -> list[str]:
     """The startup facts, one line each."""
     mc = model.cfg
+    precision = precision_used(cfg.impl.precision, run_precision(cfg.impl.precision, cfg.trainer.accelerator))
     variant = FFN_VARIANTS.get(cfg.ffn.name, FFNVariant(cfg.ffn.gated, cfg.ffn.activation, "custom"))
     width = f"{mc.ffn.hidden}" + (
         f" (parameter-matched to dense {cfg.model.d_ff})" if mc.ffn.gated and cfg.ffn.match_params else ""
@@ -41,9 +43,8 @@ def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: st
         f"data     {corpus_desc}",
         f"budget   {cfg.trainer.max_steps} steps × {cfg.data.batch_size} × {cfg.data.seq_len} tokens, seed {cfg.seed}",
         describe_optim(cfg.optim, cfg.trainer.max_steps),
-        f"device   {device}, precision {cfg.impl.precision}, {torch.get_num_threads()} threads"
-        + threads_note(cfg.impl.threads),
-    ]
+        f"device   {device}, precision {precision}, {torch.get_num_threads()} threads" + threads_note(cfg.impl.threads),
+    ] + ([f"bf16     {BF16_ON_CPU[bf16_support(cpu_flags())]}"] if device == "cpu" else [])
 
 
 def estimate_cpu_time(model: TransformerLM, tokens: int, seq_len: int) -> str:

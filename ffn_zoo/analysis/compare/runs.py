@@ -162,6 +162,7 @@ def group_runs(runs: Sequence[Run]) -> tuple[list[Group], list[dict[str, Any]], 
         wanted = g.runs[0].config.get("trainer.max_steps")
         if wanted is not None and any(s != wanted for s in steps):
             warnings.append(f"{g.label}: runs stopped at steps {sorted(steps)} of trainer.max_steps={wanted}")
+    warnings += precision_warnings(groups)
     if len(settings) > 1:
         differing = sorted({k for s in settings for k in s if any(t.get(k) != s.get(k) for t in settings)})
         for i, s in enumerate(settings):
@@ -171,6 +172,26 @@ def group_runs(runs: Sequence[Run]) -> tuple[list[Group], list[dict[str, Any]], 
     order = list(SHAZEER_2020)  # the paper's row order; other variants after, by name
     groups.sort(key=lambda g: (g.setting, order.index(g.label) if g.label in order else len(order), g.label))
     return groups, settings, warnings
+
+
+def precision_of(run: Run) -> str | None:
+    """The precision a run trained in: metrics.json's (impl.precision=auto resolved there), else its config's."""
+    return run.metrics.get("precision") or run.config.get("impl.precision")
+
+
+def precision_warnings(groups: Sequence[Group]) -> list[str]:
+    """impl.precision is a setting that must not change results, so runs of several precisions pool into one setting;
+    whether bf16 leaves a gap alone is measured, not assumed (docs/benchmarks.md): say where they pool."""
+    out = []
+    for s in sorted({g.setting for g in groups}):
+        counts: dict[str, int] = {}
+        for r in (r for g in groups if g.setting == s for r in g.runs):
+            counts[str(precision_of(r))] = counts.get(str(precision_of(r)), 0) + 1
+        if len(counts) > 1:
+            out.append(f"mixed precision: setting {s + 1} pools runs trained in "
+                       + " and ".join(f"{p} ({n})" for p, n in sorted(counts.items()))
+                       + "; compare each precision on its own where the gap matters (docs/benchmarks.md)")
+    return out
 
 
 def _drop_duplicate_seeds(members: list[Run], warnings: list[str]) -> list[Run]:
