@@ -34,6 +34,7 @@ class ModelConfig:
     causal: bool = True
     init: str = "gpt2"  # a key of INITS: how the weights start
     init_std: float = 0.02  # init=gpt2's std
+    residual_std: float | str = "gpt2"  # init=gpt2's σ for the residual-output matrices; "gpt2": init_std/√(2·layers)
     ffn: FFNSpec = field(default_factory=FFNSpec)  # the FFN: its two axes and its final hidden width
 
     def __post_init__(self) -> None:
@@ -48,6 +49,14 @@ class ModelConfig:
             )
         if self.init not in INITS:
             raise UnknownNameError("model.init", self.init, INITS)
+        if self.residual_std != "gpt2":
+            if isinstance(self.residual_std, str) or not self.residual_std > 0:
+                raise ConfigError(f"model.residual_std={self.residual_std!r}: give gpt2 (init_std/√(2·layers)) or a "
+                                  f"positive σ, e.g. {self.init_std / math.sqrt(8):.3g} (the 4-layer value at "
+                                  f"init_std {self.init_std})")
+            if self.init != "gpt2":
+                raise ConfigError(f"model.residual_std={self.residual_std} sets init=gpt2's residual-output σ; "
+                                  f"model.init={self.init} has none (drop it, or use model.init=gpt2)")
         if self.norm not in ("pre", "post"):
             raise ConfigError(f"model.norm={self.norm!r}; valid: pre, post")
         for name, p in (("model.dropout", self.dropout), ("ffn.dropout", self.ffn.dropout)):
@@ -141,8 +150,9 @@ def _zero_biases(model: nn.Module) -> None:
 
 
 def residual_std(cfg: ModelConfig) -> float:
-    """GPT-2's σ for the projections that write into the residual stream: init_std/√(2·layers)."""
-    return cfg.init_std / math.sqrt(2 * cfg.n_layers)
+    """The σ of the projections that write into the residual stream: GPT-2's init_std/√(2·layers), or
+    ``model.residual_std`` where set (to move it apart from depth: the depth study's mechanism test)."""
+    return cfg.init_std / math.sqrt(2 * cfg.n_layers) if cfg.residual_std == "gpt2" else float(cfg.residual_std)
 
 
 def init_gpt2(model: TransformerLM) -> None:
@@ -193,7 +203,8 @@ class Init:
 
     def describe(self, cfg: ModelConfig) -> str:
         """The summary with this model's numbers in it (the banner's ``init`` line)."""
-        return self.summary.format(init_std=cfg.init_std, residual_std=residual_std(cfg))
+        text = self.summary.format(init_std=cfg.init_std, residual_std=residual_std(cfg))
+        return text if cfg.residual_std == "gpt2" else text.replace("(init_std/√(2·layers))", "(model.residual_std)")
 
 
 INITS: dict[str, Init] = {

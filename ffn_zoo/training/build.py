@@ -72,7 +72,7 @@ def model_config(cfg: DictConfig, vocab_size: int | None = None) -> ModelConfig:
     return ModelConfig(
         vocab_size=int(vocab), seq_len=m.seq_len, d_model=m.d_model, n_layers=m.n_layers, n_heads=m.n_heads,
         norm=m.norm, dropout=m.dropout, bias=m.bias, causal=cfg.objective != "mlm",
-        init=m.init, init_std=m.init_std,
+        init=m.init, init_std=m.init_std, residual_std=m.residual_std,
         ffn=FFNSpec(f.gated, f.activation, ffn_hidden(f, m.d_ff), bias=f.bias, dropout=f.dropout),
     )
 

@@ -32,7 +32,7 @@ MAY_DIFFER = {"data.val_batch_size", "data.num_workers", "data.cache_dir",  # wh
               "data.extra_val", "data.extra_val_defaults"}  # extra held-out sets are scored, never trained on
 # keys added after checkpoints had been written, with the value the older code behaved as: a checkpoint whose
 # config lacks one was trained with that value (tests/fixtures holds such a checkpoint)
-ADDED_KEYS = {"model.init": "gpt2"}
+ADDED_KEYS = {"model.init": "gpt2", "model.residual_std": "gpt2"}
 
 
 # ---------------------------------------------------------------------------- writing

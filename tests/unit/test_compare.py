@@ -163,3 +163,15 @@ def test_paired_interval_uses_common_seeds(sweep: Path) -> None:
     assert (d, lo, hi) == pytest.approx((-0.15, ci.low, ci.high))
     geglu = next(r for r in C.compare([sweep], layout=False)["rows"] if r["variant"] == "geglu")
     assert (geglu["paired_lo"], geglu["paired_hi"]) == pytest.approx((ci.low, ci.high))
+
+
+def test_a_setting_added_at_its_old_value_splits_nothing(tmp_path) -> None:
+    """model.residual_std came after runs were committed: gpt2 (the default) groups with runs that lack the key;
+    another value is a setting of its own."""
+    from ffn_zoo.analysis.compare.runs import group_runs, load_run
+
+    old = [load_run(make_run(tmp_path / "old", f, 0, 5.0)) for f in ("gelu", "swiglu")]
+    new = [load_run(make_run(tmp_path / "new", f, 1, 5.1, model__residual_std="gpt2")) for f in ("gelu", "swiglu")]
+    moved = [load_run(make_run(tmp_path / "moved", f, 0, 5.2, model__residual_std=0.004)) for f in ("gelu", "swiglu")]
+    assert len(group_runs(old + new)[1]) == 1
+    assert len(group_runs(old + moved)[1]) == 2

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from ffn_zoo import build_model
-from ffn_zoo.errors import UnknownNameError
+from ffn_zoo.errors import ConfigError, UnknownNameError
 from ffn_zoo.nn.ffn import FFNSpec
 from ffn_zoo.nn.model import INITS, ModelConfig, TransformerLM
 
@@ -120,3 +120,44 @@ def test_banner_line_states_the_weights_actual_scale(init: str) -> None:
         stated = float(line.split("residual outputs N(0, ")[1].split(")")[0])
         assert stated == pytest.approx(w_out.std().item(), rel=5 / math.sqrt(2 * w_out.numel()) + 1e-3)
         assert f"N(0, {m.cfg.init_std:.3g})" in line
+
+
+# ---- model.residual_std: the residual-output σ, apart from depth (the depth study's mechanism test) -----------
+
+RESIDUAL_OUT = ("attn.out.weight", "ffn.w_out.weight")
+
+
+def _weights(**kw) -> dict[str, torch.Tensor]:
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=64, seq_len=16, d_model=64, n_layers=4, n_heads=4,
+                      ffn=FFNSpec(gated=True, activation="silu", hidden=128), **kw)
+    return {n: p.detach().clone() for n, p in TransformerLM(cfg).named_parameters()}
+
+
+def test_the_default_residual_std_is_gpt2s_rule_bitwise() -> None:
+    """residual_std=gpt2 (the default) draws what an explicit init_std/√(2·layers) draws, bit for bit: every
+    committed run's initial weights are unchanged by the setting."""
+    default, explicit = _weights(), _weights(residual_std=0.02 / math.sqrt(2 * 4))
+    assert default.keys() == explicit.keys()
+    assert all(torch.equal(default[n], explicit[n]) for n in default)
+
+
+def test_residual_std_reaches_exactly_the_residual_output_matrices() -> None:
+    default, moved = _weights(), _weights(residual_std=0.05)
+    changed = {n for n in default if not torch.equal(default[n], moved[n])}
+    assert changed == {n for n in default if n.endswith(RESIDUAL_OUT)} and changed
+    assert all(abs(moved[n].std().item() - 0.05) < 0.005 for n in changed)
+
+
+@pytest.mark.parametrize("value,words", [("deep", "give gpt2"), (-0.01, "positive"), (0.0, "positive")])
+def test_a_bad_residual_std_is_one_line(value, words: str) -> None:
+    with pytest.raises(ConfigError, match="model.residual_std") as e:
+        _weights(residual_std=value)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_residual_std_belongs_to_the_gpt2_init() -> None:
+    with pytest.raises(ConfigError, match="model.init=fan_in has none"):
+        _weights(init="fan_in", residual_std=0.01)
+    cfg = ModelConfig(vocab_size=64, seq_len=16, d_model=64, n_layers=4, n_heads=4, residual_std=0.01)
+    assert "(model.residual_std)" in INITS["gpt2"].describe(cfg) and "0.01" in INITS["gpt2"].describe(cfg)

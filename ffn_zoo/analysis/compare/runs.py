@@ -124,8 +124,14 @@ def load_run(path: Path) -> Run:
     return Run(path, "ok", config, metrics)
 
 
+# Settings added after runs were committed, at the value those runs had: a run at that value and one that predates
+# the key are the same experiment (a value other than it is a setting like any other).
+ADDED_DEFAULTS = {"model.residual_std": "gpt2"}
+
+
 def experiment_key(config: dict[str, Any]) -> tuple:
-    return tuple(sorted((k, _hashable(v)) for k, v in config.items() if not k.startswith(IGNORED_KEYS)))
+    return tuple(sorted((k, _hashable(v)) for k, v in config.items()
+                        if not k.startswith(IGNORED_KEYS) and ADDED_DEFAULTS.get(k, ()) != v))
 
 
 def group_runs(runs: Sequence[Run]) -> tuple[list[Group], list[dict[str, Any]], list[str]]:
