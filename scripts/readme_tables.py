@@ -7,6 +7,7 @@ A block is ``<!-- gen:NAME -->...<!-- /gen:NAME -->``; everything between the ma
 """
 
 from pathlib import Path
+from typing import Callable
 
 from ffn_zoo.analysis.report import GENERATED, report, to_markdown, zoo_markdown
 from ffn_zoo.nn.activations import ACTIVATIONS
@@ -37,13 +38,15 @@ BLOCKS = {
 }
 
 
-def render_readme(text: str) -> str:
-    """``text`` with every generated block rewritten (each built once, however often it appears)."""
+def render_readme(text: str, blocks: dict[str, Callable[[], str]] | None = None) -> str:
+    """``text`` with every generated block rewritten (each built once, however often it appears); ``blocks``:
+    another document's generators (scripts/glu_tables.py), README.md's by default."""
+    blocks = BLOCKS if blocks is None else blocks
     built: dict[str, str] = {}
 
     def block(name: str) -> str:
         if name not in built:
-            built[name] = BLOCKS[name]()
+            built[name] = blocks[name]()
         return built[name]
 
     return GENERATED.sub(lambda m: m[1] + block(m["name"]) + m[4], text)

@@ -8,7 +8,8 @@ custom-scalars layout that puts every run's ``val/loss`` on one chart.
     ffn-zoo-compare d128/ d256/ d512/   # budget ladders of several widths: + crossing_vs_width.csv and .png
     ffn-zoo-compare experiments/.../d128 logs/d512/seed* --budgets 0.25Mi 0.5Mi 1Mi 2Mi   # a committed report too
 
-How runs are grouped: ``runs.py``; the statistics: ``stats.py``.
+How runs are grouped: ``runs.py``; the statistics: ``stats.py``; what each written file records of the command,
+version and git revision that made it: ``provenance.py``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Sequence
 
 from ffn_zoo.analysis.compare.ladder import compare_ladders, has_ladders
 from ffn_zoo.analysis.compare.plots import plot_curves, plot_delta_curves, plot_deltas, write_tensorboard_layout
+from ffn_zoo.analysis.compare.provenance import provenance, snapshot, stamp_outputs
 from ffn_zoo.analysis.compare.reports import parse_sets, report_file, runs_from_report
 from ffn_zoo.analysis.compare.runs import Run, find_run_dirs, group_runs, is_run_dir, load_run
 from ffn_zoo.analysis.compare.stats import delta_curves, row_warnings, summarize
@@ -32,11 +34,13 @@ from ffn_zoo.errors import ConfigError, FFNZooError
 
 def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str = "gelu", paper: bool = False,
             band: str = "minmax", layout: bool = True, axis: str | None = None,
-            budgets: Sequence[str | int] | None = None, sets: dict[str, Any] | None = None) -> dict[str, Any]:
+            budgets: Sequence[str | int] | None = None, sets: dict[str, Any] | None = None,
+            prov: dict[str, Any] | None = None) -> dict[str, Any]:
     """Load, group, summarize and write everything; returns the JSON report. ``axis``: the config key ladders of
     several settings are set against (ladder.py; default model.d_model where the settings differ in it).
     A path may be a committed ladder comparison (its ladder.json or folder: reports.py), read back as its runs,
-    with ``sets`` added to their config; ``budgets``: only the ladder branches at these budgets."""
+    with ``sets`` added to their config; ``budgets``: only the ladder branches at these budgets; ``prov``: the
+    command, version and revision stamped into every file written (provenance.py; ``main`` passes its own)."""
     runs, run_dirs, warnings, read_back = [], [], [], False
     for path in map(Path, paths):  # in the order given: the first path's ladders are setting 1
         if file := report_file(path):
@@ -55,8 +59,12 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
     out = Path(out) if out else (root if root.is_dir() else root.parent) / "compare"
     if budgets is not None:
         runs = only_budgets(runs, budgets)
+    before = snapshot(out)
     if has_ladders(runs):  # budget ladders: a table per budget, Δ against the budget and its trend
-        return compare_ladders(runs, out, baseline, axis, warnings)
+        report = compare_ladders(runs, out, baseline, axis, warnings)
+        if prov:
+            stamp_outputs(out, prov, before)
+        return report
     if read_back:
         raise ConfigError("committed ladder reports can only be compared as ladders (no ladder branch among them)")
     if axis:
@@ -100,6 +108,8 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
         if plot_delta_curves([r for r in gaps if r["setting"] == s + 1], out / f"delta_curves{suffix}.png"):
             pngs.append(out / f"delta_curves{suffix}.png")
     report["pngs"] = [str(p) for p in pngs]
+    if prov:
+        stamp_outputs(out, prov, before)
     if layout:
         write_tensorboard_layout(root, run_dirs)
     print(text, end="")
@@ -146,13 +156,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
+    prov = provenance(argv)
     try:
         if len(args.paths) == 1 and (Path(args.paths[0]) / "tuning.json").is_file():  # ffn_zoo.tools.tune made it
-            compare_tuned(args.paths[0], args.baseline, args.out)
+            out = args.out or Path(args.paths[0]) / "compare"  # compare_tuned's default
+            before = snapshot(out)
+            compare_tuned(args.paths[0], args.baseline, out)
+            stamp_outputs(out, prov, before)
             return 0
         compare(args.paths, args.out, args.baseline, args.paper, args.band, layout=not args.no_layout, axis=args.axis,
-                budgets=args.budgets, sets=parse_sets(args.sets))
+                budgets=args.budgets, sets=parse_sets(args.sets), prov=prov)
     except FFNZooError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

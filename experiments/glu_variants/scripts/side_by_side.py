@@ -1,5 +1,5 @@
 """Δ(SwiGLU − GELU) against budget under both objectives, from two compare outputs (issue 22, step 4):
-    python experiments/glu_variants/mlm_ladder/side_by_side.py \
+    python experiments/glu_variants/scripts/side_by_side.py \
         experiments/glu_variants/wikipedia_ladder experiments/glu_variants/mlm_ladder
 writes side_by_side.md and side_by_side.png into the MLM folder (the last argument). Budgets either ladder lacks
 show as —. Reads ladder_delta*.csv (paired Δ per budget) and ladder_trend*.csv (slope, crossing) of each, for

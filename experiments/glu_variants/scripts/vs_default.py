@@ -1,4 +1,4 @@
-"""python experiments/glu_variants/own_lr/vs_default.py [<own-lr out> [<ladder root>]]
+"""python experiments/glu_variants/scripts/vs_default.py [<own-lr out> [<ladder root>]]
 
 Own-lr factor (issue 13 step 4): Δ(swiglu − gelu) per seed at each variant's tuned lr, against the default
 recipe's Δ (the ladder branches of the same length), paired by seed. Reads the report_<B>/tuning.json copies

@@ -1,7 +1,7 @@
 """Give a committed ladder report from before compare recorded ``ladder_settings`` the settings of the command that
 made it, so ``ffn-zoo-compare`` reads it back beside fresh run folders (ffn_zoo/analysis/compare/reports.py):
 
-    python experiments/glu_variants/width/backfill_settings.py experiments/glu_variants/width/d128 \
+    python experiments/glu_variants/scripts/backfill_settings.py experiments/glu_variants/width/d128 \
         experiment=glu_ladder_cpu model=w128
 
 The overrides are the training command's, without ffn= and seed=; the config is composed from today's configs/,

@@ -1,0 +1,301 @@
+"""Regenerate the GLU study's generated blocks (experiments/glu_variants/README.md) from the committed compare
+outputs: the headline table, the baseline losses, the width and objective tables, and the numbers quoted in the text.
+
+    python scripts/glu_tables.py          # rewrites the README in place; tests/unit/test_glu_tables.py checks it
+
+A block is ``<!-- gen:NAME -->...<!-- /gen:NAME -->`` (as scripts/readme_tables.py); a ``n-...`` block is one number
+in a sentence. One rounding rule: nats (losses, Δ, slopes) to 3 decimals, token counts and multipliers to 3
+significant figures, each from the stored float (Python's round-half-even), never from an already rounded number.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Callable
+
+from ffn_zoo.analysis.compare.multiplier import effective_multiplier
+from ffn_zoo.analysis.compare.trend import tokens_label
+
+if not __package__:  # run as `python scripts/glu_tables.py`: the repository root, so `scripts` imports
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scripts.readme_tables import render_readme  # noqa: E402
+
+GLU = Path(__file__).resolve().parent.parent / "experiments" / "glu_variants"
+README = GLU / "README.md"
+BUDGETS = (262_144, 524_288, 1_048_576, 2_097_152, 4_194_304)  # the ladders' 0.25 ... 4 Mi tokens
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One row of the headline: an objective at one model shape, read from one committed ladder report."""
+    objective: str
+    shape: str
+    folder: str  # under experiments/glu_variants
+    setting: int = 1  # the report's ladder_setting (the width axis holds several)
+
+
+SHAPES = (
+    Shape("causal LM", "d 128 × 4", "width/d128"),
+    Shape("causal LM", "d 256 × 4 (`mini`)", "wikipedia_ladder"),
+    Shape("causal LM", "d 512 × 4", "width/d512_2seeds"),
+    Shape("causal LM", "d 768 × 4", "width", setting=4),
+    Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base"),
+    Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder"),
+)
+WIDTH_AXIS = "width"  # every 4-layer width over 0.26-2.1 M tokens: ladder_setting 1..4 = d 128, 256, 512, 768
+
+
+@cache
+def report(folder: str) -> dict[str, Any]:
+    return json.loads((GLU / folder / "ladder.json").read_text())
+
+
+def part(folder: str, held: str = "") -> dict[str, Any]:
+    """The report's rows on Wikipedia validation (``held=""``) or an extra held-out set (``"c4"``)."""
+    r = report(folder)
+    return r["extra_val"][held] if held else r
+
+
+def delta_rows(shape: Shape, held: str = "") -> dict[int, dict[str, Any]]:
+    """SwiGLU − GELU per budget."""
+    return {r["budget_tokens"]: r for r in part(shape.folder, held)["delta_rows"]
+            if r["variant"] == "swiglu" and r["baseline"] == "gelu" and r["ladder_setting"] == shape.setting}
+
+
+def trend(shape: Shape, held: str = "") -> dict[str, Any]:
+    (t,) = [t for t in part(shape.folder, held)["trends"]
+            if t["variant"] == "swiglu" and t["baseline"] == "gelu" and t["ladder_setting"] == shape.setting]
+    return t
+
+
+def losses(shape: Shape, variant: str, held: str = "") -> dict[int, dict[str, Any]]:
+    return {r["budget_tokens"]: r for r in part(shape.folder, held)["budget_rows"]
+            if r["variant"] == variant and r["ladder_setting"] == shape.setting}
+
+
+def paired(r: dict[str, Any]) -> tuple[float, float | None, float | None, int]:
+    """(mean, lo, hi, pairs) of the paired Δ. Reports from before compare wrote ``paired_delta`` had equal seed
+    sets, where the difference of the means is the paired mean."""
+    mean = r["paired_delta"] if r.get("paired_delta") is not None else r["delta"]
+    return mean, r.get("paired_lo"), r.get("paired_hi"), r.get("n_pairs") or r["n"]
+
+
+def multiplier(shape: Shape, budget: int) -> dict[str, Any]:
+    """The effective compute multiplier as the report has it; a report from before compare wrote one gets it from
+    compare's own function on the report's per-seed losses."""
+    row = delta_rows(shape)[budget]
+    if "multiplier_note" in row:
+        return row
+    seeds = lambda r: dict(zip(map(str, r["seeds"]), r["val_losses"]))  # noqa: E731
+    base = {t: seeds(r) for t, r in losses(shape, "gelu").items()}
+    return effective_multiplier(seeds(losses(shape, "swiglu")[budget]), base, budget)
+
+# ----------------------------------------------------------------------------- one rounding rule, one cell style
+
+
+def nats(x: float) -> str:
+    return f"{x:+.3f}".replace("-", "−")
+
+
+def tokens(t: float) -> str:
+    return tokens_label(t).replace("M", " M").replace("k", " k").replace("G", " G")
+
+
+def mi(t: int) -> str:
+    """A budget by its exact name: ``0.25 Mi`` (1 Mi = 2**20 tokens), never rounded."""
+    return f"{t / 2**20:g} Mi"
+
+
+def times(x: float) -> str:
+    return f"{x:.3g}×"
+
+
+def excludes_zero(lo: float | None, hi: float | None) -> bool:
+    return lo is not None and hi is not None and (lo > 0 or hi < 0)
+
+
+def delta_cell(r: dict[str, Any] | None, seeds: int | None = None) -> str:
+    """``**+0.093 [+0.060, +0.127]**`` (bold: the paired interval excludes 0); ``+0.055 (1 seed)`` without one."""
+    if r is None:
+        return "—"
+    mean, lo, hi, n = paired(r)
+    if lo is None or hi is None:
+        return f"{nats(mean)} ({n} seed{'s' * (n != 1)})"
+    text = f"{nats(mean)} [{nats(lo)}, {nats(hi)}]"
+    text = f"**{text}**" if excludes_zero(lo, hi) else text
+    return text + ("" if seeds is None or n == seeds else f" ({n} seeds)")
+
+
+def crossing_cell(t: dict[str, Any]) -> str:
+    """Where the fitted line crosses 0, with its interval, and which way (SwiGLU pulling ahead or falling behind)."""
+    span = f"{t['tokens_lo'] / 2**20:g}–{t['tokens_hi'] / 2**20:g} Mi"
+    cross = t["crossing_tokens"]
+    within = str(t.get("within", cross is not None and t["tokens_lo"] <= cross <= t["tokens_hi"])) == "True"
+    if not within:
+        why = {"+": "Δ > 0 throughout", "-": "Δ < 0 throughout"}.get(t.get("sign"), "sign unresolved")
+        return f"none in {span} ({why})"
+    way = "" if t["slope_per_decade"] < 0 else " (SwiGLU falls behind)"
+    if len(t["seeds_used"]) < 2:
+        return f"{tokens(t['crossing_tokens'])}{way}, 1 seed: no interval"
+    if t["crossing_lo"] is None or t["crossing_hi"] is None:
+        return f"{tokens(t['crossing_tokens'])}{way}, interval unbounded"
+    return f"{tokens(t['crossing_tokens'])} [{tokens(t['crossing_lo'])}, {tokens(t['crossing_hi'])}]{way}"
+
+
+def multiplier_cell(m: dict[str, Any]) -> str:
+    """``0.84× [0.80, 0.87]``; beyond the ladder a bound (``> 1×``) and the nearest segment's line as a guess."""
+    if m["multiplier"] is not None:
+        if m["multiplier_lo"] is None:
+            return f"{times(m['multiplier'])} (1 seed)"
+        return f"{times(m['multiplier'])} [{m['multiplier_lo']:.3g}, {m['multiplier_hi']:.3g}]"
+    bound = re.search(r"\(([<>] [\d.]+×)", m["multiplier_note"] or "")
+    guess = f" (line: {times(m['multiplier_guess'])})" if m.get("multiplier_guess") else ""
+    return f"{bound[1] if bound else '—'}{guess}"
+
+# ----------------------------------------------------------------------------- the tables
+
+
+def seeds_cell(rows: dict[int, dict[str, Any]]) -> str:
+    """``3``, or ``2 (2.1 M: 1)`` where a budget has fewer pairs."""
+    counts = {t: paired(r)[3] for t, r in rows.items()}
+    most = max(counts.values())
+    fewer = [f"{mi(t)}: {n}" for t, n in counts.items() if n != most]
+    return f"{most}" + (f" ({', '.join(fewer)})" if fewer else "")
+
+
+def headline() -> str:
+    lines = ["| objective | shape (d × layers) | seeds | " + " | ".join(mi(t) for t in BUDGETS)
+             + " | crossing [95%] | × GELU's tokens at the largest budget |",
+             "|---|---|---|" + "---:|" * len(BUDGETS) + "---|---|"]
+    for s in SHAPES:
+        rows = delta_rows(s)
+        cells = [delta_cell(rows.get(t), max(paired(r)[3] for r in rows.values())) for t in BUDGETS]
+        top = max(rows)
+        lines.append(f"| {s.objective} | {s.shape} | {seeds_cell(rows)} | " + " | ".join(cells)
+                     + f" | {crossing_cell(trend(s))} | {multiplier_cell(multiplier(s, top))} at {mi(top)} |")
+    return "\n".join(lines)
+
+
+def params(shape: Shape, variant: str) -> int:
+    return next(iter(losses(shape, variant).values()))["params_total"]
+
+
+def baseline() -> str:
+    lines = ["| shape (d × layers) | parameters, GELU / SwiGLU | seeds | "
+             + " | ".join(f"{mi(t)}: GELU / SwiGLU" for t in BUDGETS) + " |",
+             "|---|---:|---|" + "---:|" * len(BUDGETS)]
+    for s in SHAPES:
+        if s.objective != "causal LM":
+            continue
+        gelu, swiglu = losses(s, "gelu"), losses(s, "swiglu")
+        cells = [f"{gelu[t]['val_loss_mean']:.3f} / {swiglu[t]['val_loss_mean']:.3f}" if t in gelu else "—"
+                 for t in BUDGETS]
+        lines.append(f"| {s.shape} | {params(s, 'gelu') / 1e6:.3g} M / {params(s, 'swiglu') / 1e6:.3g} M | "
+                     f"{seeds_cell(delta_rows(s))} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def width() -> str:
+    """The width axis as compare fitted it: every 4-layer width over the same four budgets, both held-out sets."""
+    budgets = BUDGETS[:4]
+    lines = ["| d (4 layers) | seeds | " + " | ".join(mi(t) for t in budgets)
+             + " | crossing [95%], Wikipedia | crossing [95%], C4 | × GELU's tokens at 2 Mi |",
+             "|---:|---|" + "---:|" * len(budgets) + "---|---|---|"]
+    for setting, d in enumerate((128, 256, 512, 768), start=1):
+        s = Shape("causal LM", f"d {d}", WIDTH_AXIS, setting)
+        rows = delta_rows(s)
+        most = max(paired(r)[3] for r in rows.values())
+        lines.append(f"| {d} | {seeds_cell(rows)} | " + " | ".join(delta_cell(rows.get(t), most) for t in budgets)
+                     + f" | {crossing_cell(trend(s))} | {crossing_cell(trend(s, 'c4'))} | "
+                     f"{multiplier_cell(multiplier(s, budgets[-1]))} |")
+    return "\n".join(lines)
+
+
+def objectives() -> str:
+    """Causal LM against MLM at `mini`, both held-out sets, with MLM's multiplier at every budget."""
+    clm, mlm = SHAPES[1], SHAPES[5]
+    lines = ["| objective | held-out set | " + " | ".join(mi(t) for t in BUDGETS) + " | slope per 10× [95%] |",
+             "|---|---|" + "---:|" * len(BUDGETS) + "---|"]
+    for s in (clm, mlm):
+        for held, name in (("", "Wikipedia"), ("c4", "C4")):
+            rows, t = delta_rows(s, held), trend(s, held)
+            lines.append(f"| {s.objective} | {name} | " + " | ".join(delta_cell(rows.get(b)) for b in BUDGETS)
+                         + f" | {nats(t['slope_per_decade'])} [{nats(t['slope_lo'])}, {nats(t['slope_hi'])}] |")
+    for s in (clm, mlm):
+        lines.append(f"| {s.objective}: × GELU's tokens | Wikipedia | "
+                     + " | ".join(multiplier_cell(multiplier(s, b)) for b in BUDGETS) + " | |")
+    return "\n".join(lines)
+
+def ladder() -> str:
+    """The d 256 causal ladder per budget and held-out set: each variant's mean ± std, the paired Δ, each seed's Δ."""
+    lines = ["| held-out set | budget | GELU mean ± std | SwiGLU mean ± std | SwiGLU − GELU, paired [95%] | per seed |",
+             "|---|---|---:|---:|---:|---|"]
+    for held, name in (("", "Wikipedia"), ("c4", "C4")):
+        gelu, swiglu, rows = losses(CLM, "gelu", held), losses(CLM, "swiglu", held), delta_rows(CLM, held)
+        for t in BUDGETS:
+            per_seed = " / ".join(nats(v) for _, v in sorted(rows[t]["per_seed"].items()))
+            lines.append(f"| {name} | {mi(t)} | {gelu[t]['val_loss_mean']:.3f} ± {gelu[t]['val_loss_std']:.3f} | "
+                         f"{swiglu[t]['val_loss_mean']:.3f} ± {swiglu[t]['val_loss_std']:.3f} | "
+                         f"{delta_cell(rows[t])} | {per_seed} |")
+    return "\n".join(lines)
+
+# ----------------------------------------------------------------------------- numbers quoted in sentences
+
+
+def seed_delta(shape: Shape, budget: int, seed: str) -> str:
+    return nats(delta_rows(shape)[budget]["per_seed"][seed])
+
+
+def the_trend(shape: Shape, key: str) -> str:
+    return nats(trend(shape)[key])
+
+
+def gelu_at(shape: Shape, budgets: tuple[int, int] = (1_048_576, 2_097_152)) -> str:
+    """GELU's mean loss at 1 and 2 Mi with the seeds behind each: ``6.044 / 5.603 (2 / 1 seeds)``."""
+    rows = [losses(shape, "gelu")[t] for t in budgets]
+    return (" / ".join(f"{r['val_loss_mean']:.3f}" for r in rows)
+            + f" ({' / '.join(str(r['n']) for r in rows)} seeds)")
+
+
+CLM, D512, D768, BERT, MLM = SHAPES[1], SHAPES[2], SHAPES[3], SHAPES[4], SHAPES[5]
+NUMBERS: dict[str, Callable[[], str]] = {
+    "n-clm-1Mi": lambda: delta_cell(delta_rows(CLM)[1_048_576]),
+    "n-clm-4Mi": lambda: delta_cell(delta_rows(CLM)[4_194_304]),
+    "n-clm-slope": lambda: f"{the_trend(CLM, 'slope_per_decade')} [{the_trend(CLM, 'slope_lo')}, "
+                           f"{the_trend(CLM, 'slope_hi')}]",
+    "n-clm-crossing": lambda: crossing_cell(trend(CLM)),
+    "n-d512-2Mi-seeds": lambda: f"{seed_delta(D512, 2_097_152, '0')} and {seed_delta(D512, 2_097_152, '1')}",
+    "n-d512-slope": lambda: f"{the_trend(D512, 'slope_per_decade')} [{the_trend(D512, 'slope_lo')}, "
+                            f"{the_trend(D512, 'slope_hi')}]",
+    "n-d768-1Mi": lambda: delta_cell(delta_rows(D768)[1_048_576]),
+    "n-d768-2Mi": lambda: seed_delta(D768, 2_097_152, "0"),
+    "n-bert": lambda: f"{seed_delta(BERT, 262_144, '0')} / {seed_delta(BERT, 524_288, '0')}",
+    "n-mlm-crossing": lambda: crossing_cell(trend(MLM)).replace(" (SwiGLU falls behind)", ""),
+    "n-mlm-4Mi": lambda: delta_cell(delta_rows(MLM)[4_194_304]),
+    "n-gelu-d256": lambda: gelu_at(CLM),
+    "n-gelu-d512": lambda: gelu_at(D512),
+    "n-gelu-d768": lambda: gelu_at(D768),
+}
+BLOCKS: dict[str, Callable[[], str]] = {
+    "glu-headline": lambda: "\n" + headline() + "\n",
+    "glu-baseline": lambda: "\n" + baseline() + "\n",
+    "glu-width": lambda: "\n" + width() + "\n",
+    "glu-objectives": lambda: "\n" + objectives() + "\n",
+    "glu-ladder": lambda: "\n" + ladder() + "\n",
+    **NUMBERS,
+}
+
+
+def render(text: str) -> str:
+    """``text`` with every generated block rewritten (each built once)."""
+    return render_readme(text, BLOCKS)
+
+
+if __name__ == "__main__":
+    README.write_text(render(README.read_text()))
+    print(f"wrote {README}")
