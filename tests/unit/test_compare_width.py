@@ -108,3 +108,32 @@ def test_an_axis_needs_ladders(tmp_path: Path) -> None:
         compare([tmp_path / "one"], layout=False, axis="model.d_model")
     assert compare([tmp_path / "one"], layout=False)["axis"] is None  # one setting: no axis, no error
     assert not math.isnan(compare([tmp_path / "one"], layout=False)["trends"][0]["slope_per_decade"])
+
+
+DEPTH_CROSS = {4: 6.0, 8: 6.4, 12: 6.8}  # log10 tokens of the crossing: later as the model deepens
+
+
+def depths_sweep(root: Path, also: dict | None = None) -> list[Path]:
+    """One ladder folder per depth, Δ = SLOPE·(x − DEPTH_CROSS[L]) + seed noise; ``also``: {L: model keys} that
+    change with depth besides n_layers (a confound the report must name)."""
+    return [ladder_sweep(root / f"l{n}", lambda s, x, x0=x0: SLOPE * (x - x0) + U[s],
+                         model={"n_layers": n, **(also or {}).get(n, {})}, params_total=1000 * n)
+            for n, x0 in DEPTH_CROSS.items()]
+
+
+def test_the_crossing_against_depth_is_the_known_one(tmp_path: Path) -> None:
+    report = compare(depths_sweep(tmp_path), out=tmp_path / "cmp", layout=False, axis="model.n_layers")
+    rows = {r["depth"]: r for r in report["axis_rows"]}
+    assert list(rows) == [4, 8, 12]
+    for n, x0 in DEPTH_CROSS.items():
+        assert rows[n]["crossing_tokens"] == pytest.approx(10**x0, rel=1e-9)
+        assert rows[n]["crossing_lo"] < rows[n]["crossing_tokens"] < rows[n]["crossing_hi"]
+    assert (tmp_path / "cmp" / "crossing_vs_depth.csv").is_file() and (tmp_path / "cmp" / "delta_vs_depth.csv").is_file()
+    assert not any("also differ" in w for w in report["warnings"])
+
+
+def test_depth_ladders_that_differ_in_more_name_it(tmp_path: Path) -> None:
+    also = {4: {"residual_std": 0.007}, 8: {"residual_std": 0.005}, 12: {"residual_std": 0.004}}
+    report = compare(depths_sweep(tmp_path, also), out=tmp_path / "cmp", layout=False, axis="model.n_layers")
+    (line,) = [w for w in report["warnings"] if "also differ" in w]
+    assert "model.residual_std (0.007, 0.005, 0.004)" in line and "model.n_layers" in line

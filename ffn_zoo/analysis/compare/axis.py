@@ -23,6 +23,8 @@ from ffn_zoo.analysis.compare.trend import tokens_label
 from ffn_zoo.errors import ConfigError, DataError
 
 WIDTH = "model.d_model"
+NAMES = {WIDTH: "width", "model.n_layers": "depth"}  # the files' and columns' names for the two shape axes
+SHAPE_ONLY = {WIDTH: ("model.d_ff", "model.n_heads")}  # what a width preset moves with d_model by design
 
 
 def _number(v: Any) -> bool:
@@ -30,8 +32,16 @@ def _number(v: Any) -> bool:
 
 
 def axis_name(axis: str) -> str:
-    """The column and file name: ``width`` for model.d_model, else the key's last part (``init_std``)."""
-    return "width" if axis == WIDTH else axis.rsplit(".", 1)[-1]
+    """The column and file name: ``width`` for model.d_model, ``depth`` for model.n_layers, else the key's last
+    part (``init_std``)."""
+    return NAMES.get(axis, axis.rsplit(".", 1)[-1])
+
+
+def other_differences(settings: Sequence[dict[str, Any]], axis: str) -> list[str]:
+    """The keys besides the axis (and the presets' names, and what a width preset moves with d_model) in which the
+    ladder settings differ: each also changes along the axis, so the axis carries it too."""
+    differing = sorted({k for d in settings for k in d if any(e.get(k) != d.get(k) for e in settings)})
+    return [k for k in differing if k not in (axis, "model.name", *SHAPE_ONLY.get(axis, ()))]
 
 
 def choose_axis(settings: Sequence[dict[str, Any]], requested: str | None = None) -> str | None:

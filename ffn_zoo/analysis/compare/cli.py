@@ -35,12 +35,13 @@ from ffn_zoo.errors import ConfigError, FFNZooError
 def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str = "gelu", paper: bool = False,
             band: str = "minmax", layout: bool = True, axis: str | None = None,
             budgets: Sequence[str | int] | None = None, sets: dict[str, Any] | None = None,
-            prov: dict[str, Any] | None = None) -> dict[str, Any]:
+            prov: dict[str, Any] | None = None, fit: bool = False) -> dict[str, Any]:
     """Load, group, summarize and write everything; returns the JSON report. ``axis``: the config key ladders of
     several settings are set against (ladder.py; default model.d_model where the settings differ in it).
     A path may be a committed ladder comparison (its ladder.json or folder: reports.py), read back as its runs,
     with ``sets`` added to their config; ``budgets``: only the ladder branches at these budgets; ``prov``: the
-    command, version and revision stamped into every file written (provenance.py; ``main`` passes its own)."""
+    command, version and revision stamped into every file written (provenance.py; ``main`` passes its own);
+    ``fit``: ladders also get L(D) = E + a·D^(−α) fitted per variant (fit.py: exponent or offset)."""
     runs, run_dirs, warnings, read_back = [], [], [], False
     for path in map(Path, paths):  # in the order given: the first path's ladders are setting 1
         if file := report_file(path):
@@ -61,12 +62,14 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
         runs = only_budgets(runs, budgets)
     before = snapshot(out)
     if has_ladders(runs):  # budget ladders: a table per budget, Δ against the budget and its trend
-        report = compare_ladders(runs, out, baseline, axis, warnings)
+        report = compare_ladders(runs, out, baseline, axis, warnings, fit=fit)
         if prov:
             stamp_outputs(out, prov, before)
         return report
     if read_back:
         raise ConfigError("committed ladder reports can only be compared as ladders (no ladder branch among them)")
+    if fit:
+        raise ConfigError(f"--fit fits loss against budget, and no ladder branch is among {len(runs)} run(s)")
     if axis:
         raise ConfigError(f"--axis {axis}: only budget ladders are set against a setting (no ladder branch among "
                           f"{len(runs)} run(s))")
@@ -151,6 +154,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    "(0.25Mi 0.5Mi 1Mi 2Mi), e.g. to fit ladders of several widths over one range")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", dest="sets", help="config added to committed "
                    "ladder reports given as paths, for one from before they recorded it (--set model.d_model=128)")
+    p.add_argument("--fit", action="store_true", help="ladders: fit L(D) = E + a·D^(-α) per variant (E shared) and "
+                   "say whether the variant changes the exponent or the offset (ladder_fit.csv, ladder_fit_budgets.csv)")
     p.add_argument("--no-layout", action="store_true", help="do not write the TensorBoard custom-scalars layout")
     return p.parse_args(argv)
 
@@ -167,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             stamp_outputs(out, prov, before)
             return 0
         compare(args.paths, args.out, args.baseline, args.paper, args.band, layout=not args.no_layout, axis=args.axis,
-                budgets=args.budgets, sets=parse_sets(args.sets), prov=prov)
+                budgets=args.budgets, sets=parse_sets(args.sets), prov=prov, fit=args.fit)
     except FFNZooError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -21,10 +21,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ffn_zoo.analysis.compare.axis import axis_markdown, axis_name, axis_rows, choose_axis, plot_axis
+from ffn_zoo.analysis.compare.axis import (axis_markdown, axis_name, axis_rows, choose_axis, other_differences,
+                                           plot_axis)
 from ffn_zoo.analysis.compare.ladder_text import plot_ladder, report_text
 from ffn_zoo.analysis.compare.runs import Run, experiment_key, group_runs
 from ffn_zoo.analysis.compare.multiplier import effective_multiplier
+from ffn_zoo.analysis.compare.fit import fit_ladders, fit_markdown
 from ffn_zoo.analysis.compare.stats import finite_by_seed, paired_fields, row_warnings, summarize, welch_interval
 from ffn_zoo.analysis.compare.tables import write_csv
 from ffn_zoo.analysis.compare.trend import CAVEAT, fit_trend, tokens_label
@@ -185,17 +187,22 @@ def _trend_row(variant: str, losses: dict[int, dict], base: dict[int, dict], bas
 
 
 def compare_ladders(runs: Sequence[Run], out: Path, baseline: str, axis: str | None = None,
-                    notes: Sequence[str] = ()) -> dict[str, Any]:
+                    notes: Sequence[str] = (), fit: bool = False) -> dict[str, Any]:
     """Write ladder.md, ladder_budgets.csv, ladder_delta.csv, ladder_trend.csv, ladder.json and ladder_delta.png,
     and the same three CSVs and plot per extra held-out set (``..._<name>.csv``, ``ladder_delta_<name>.png``).
     Ladders of several settings along a numeric key (``axis``, or chosen: ``axis.py``) also get
-    ``crossing_vs_<key>.csv``, ``delta_vs_<key>.csv`` and ``crossing_vs_<key>.png`` (per extra set too)."""
+    ``crossing_vs_<key>.csv``, ``delta_vs_<key>.csv`` and ``crossing_vs_<key>.png`` (per extra set too); with ``fit``,
+    ``ladder_fit.csv`` and ``ladder_fit_budgets.csv`` (per extra set too) and a section of ladder.md (fit.py)."""
     branches = [r for r in runs if r.status == "ok" and r.metrics.get("ladder_role") == "branch"]
     problems = [r for r in runs if r.status != "ok"]
     others = [r for r in runs if r.status == "ok" and r.metrics.get("ladder_role") is None]
     settings = [dict(s) for s in ladder_settings(branches)]
     axis = choose_axis(settings, axis)
     table, deltas, trends, warnings = ladder_rows(branches, baseline, axis=axis)
+    if axis and (also := other_differences(settings, axis)):
+        warnings.insert(0, f"set against {axis}, the ladders also differ in " + "; ".join(
+            f"{k} ({', '.join(str(s.get(k)) for s in settings)})" for k in also)
+            + ": the axis carries these too, so a change along it is not the axis' alone")
     warnings = [*notes, *warnings]  # the reader's own lines first (reports.py)
     extra_names = sorted({n for r in branches for n in r.metrics.get("extra_val") or []})
     sets: dict[str | None, tuple[list, list, list]] = {None: (table, deltas, trends)}
@@ -209,7 +216,10 @@ def compare_ladders(runs: Sequence[Run], out: Path, baseline: str, axis: str | N
     out.mkdir(parents=True, exist_ok=True)
     axis_text = {n: f"## {f'{n}: ' if n else ''}Crossing and Δ against {axis}\n\n" + axis_markdown(rows, axis)
                  for n, (rows, _) in on_axis.items() if rows}
-    text = report_text(sets, warnings, problems, axis_text)
+    fits = {n: fit_ladders(t, d, baseline, f"{n}: " if n else "") for n, (t, d, _) in sets.items()} if fit else {}
+    sections = {n: "\n".join(x for x in (axis_text.get(n), fit_markdown(*fits[n], n) if n in fits else "") if x)
+                for n in sets}
+    text = report_text(sets, warnings, problems, sections)
     (out / "ladder.md").write_text(text)
     written, pngs = ["ladder.md"], []
     for name, (t, d, tr) in sets.items():
@@ -230,6 +240,10 @@ def compare_ladders(runs: Sequence[Run], out: Path, baseline: str, axis: str | N
             written += [f"crossing_{stem}.csv", f"delta_{stem}.csv"]
             if plot_axis(rows, at_budget, axis, out / f"crossing_{stem}.png", val=val):
                 pngs.append(out / f"crossing_{stem}.png")
+        if name in fits:
+            write_csv(fits[name][0], out / f"ladder_fit{suffix}.csv")
+            write_csv(fits[name][1], out / f"ladder_fit_budgets{suffix}.csv")
+            written += [f"ladder_fit{suffix}.csv", f"ladder_fit_budgets{suffix}.csv"]
     report = {"budget_rows": table, "delta_rows": deltas, "trends": trends, "axis": axis,
               "ladder_settings": settings, "ladder_ffn": ffn_configs(branches),
               "axis_rows": on_axis.get(None, ([], []))[0], "axis_budget_rows": on_axis.get(None, ([], []))[1],
@@ -238,7 +252,8 @@ def compare_ladders(runs: Sequence[Run], out: Path, baseline: str, axis: str | N
                             for n, (t, d, tr) in sets.items() if n},
               "warnings": warnings,
               "problems": [{"path": str(r.path), "status": r.status, "error": r.error} for r in problems],
-              "caveat": CAVEAT.format(lo="the smallest", hi="the largest budget")}
+              "caveat": CAVEAT.format(lo="the smallest", hi="the largest budget"),
+              **({"fit": {n or "main": {"fits": f, "budgets": b} for n, (f, b) in fits.items()}} if fits else {})}
     (out / "ladder.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     print(text, end="")
     print(f"wrote {out}/" + ", ".join(written + ["ladder.json"] + [p.name for p in pngs]))
