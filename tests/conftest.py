@@ -7,13 +7,16 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import torch
 from filelock import FileLock
 
-from tests.helpers import SHARED_DATA, TrainOnce, only_run, run_train
+from tests.helpers import REPO, SHARED_DATA, TrainOnce, only_run, run_train
 
 torch.set_num_threads(1)
 
@@ -45,3 +48,23 @@ def train_once(tmp_path_factory: pytest.TempPathFactory) -> TrainOnce:
         return only_run(root)
 
     return once
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A one-node SLURM cluster on this machine (scripts/slurm_local.sh up, its state in a temporary folder) for this
+    pytest process: the environment that reaches it (SLURM_CONF; this Python first on PATH, which sbatch and srun
+    jobs inherit). Stopped (`down`) when the session ends, whether the tests passed or not. Where SLURM cannot start
+    (not root, packages missing, a daemon that fails) the tests skip with the script's one-line reason."""
+    folder = tmp_path_factory.mktemp("slurm")
+    script = ["bash", str(REPO / "scripts" / "slurm_local.sh")]
+    try:
+        up = subprocess.run([*script, "up", str(folder)], capture_output=True, text=True, timeout=180)
+        if up.returncode != 0:
+            lines = (up.stderr.strip() or up.stdout.strip() or f"exit code {up.returncode}").splitlines()
+            pytest.skip(lines[-1])
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+        yield {**os.environ, "SLURM_CONF": str(folder / "slurm.conf"), "PATH": path, "OMP_NUM_THREADS": "1",
+               "HYDRA_FULL_ERROR": "0"}
+    finally:
+        subprocess.run([*script, "down", str(folder)], capture_output=True, text=True, timeout=180)
