@@ -1,7 +1,7 @@
 """README's SLURM commands against a real one-node cluster (scripts/slurm_local.sh via the ``slurm`` fixture): a
-submitit sweep equals the local one, the sbatch requeue recipe resumes bit for bit, ``srun`` DDP takes its ranks from
-SLURM, and a cancelled job leaves a loadable checkpoint. Run with ``pytest -m slurm -n0`` as root; each test on
-model=tiny, impl.threads=1."""
+submitit sweep equals the local one, the sbatch requeue recipe and submitit's requeue resume bit for bit, ``srun`` DDP
+takes its ranks from SLURM, and a cancelled job leaves a loadable checkpoint. Run with ``pytest -m slurm -n0`` as root;
+each test on model=tiny, impl.threads=1."""
 
 from __future__ import annotations
 
@@ -80,18 +80,26 @@ def readme_requeue_script(args: list[str]) -> str:
     return script
 
 
-def test_the_readme_requeue_script_resumes_bit_for_bit(slurm: dict[str, str], tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def long_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], Path]:
+    """~80 s of model=tiny training on this machine (more than a 2-minute job's signal leaves it) and the folder of
+    that run, uninterrupted: what a requeued job must end equal to."""
+    tmp = tmp_path_factory.mktemp("long_run")
+    run_train(tiny("checkpoint.every_n_steps=null"), tmp / "probe")  # this machine's steps per second
+    rate = json.loads(next((tmp / "probe").glob("runs/*/metrics.json")).read_text())["train_tokens_per_s"] / 512
+    steps = int(min(max(80 * rate, 200), 50_000))
+    args = tiny(f"trainer.max_steps={steps}", f"trainer.val_check_interval={steps // 4}", "checkpoint.every_n_steps=50",
+                f"trainer.log_every_n_steps={max(steps // 40, 1)}", "model.dropout=0.1")
+    run_train([*args, f"hydra.run.dir={tmp / 'reference'}"], tmp, timeout=900)
+    return args, tmp / "reference"
+
+
+def test_the_readme_requeue_script_resumes_bit_for_bit(slurm: dict[str, str], long_run: tuple[list[str], Path],
+                                                        tmp_path: Path) -> None:
     """SIGTERM 30-60 s into a 2-minute job (slurmctld checks limits every 30 s): last.ckpt, exit 143, the script
     requeues the job, it resumes in logs/jobs/$SLURM_JOB_ID, as often as it takes, and ends where an uninterrupted
     run ends, bitwise."""
-    probe = run_train(tiny("checkpoint.every_n_steps=null"), tmp_path / "probe")  # this machine's steps per second
-    rate = json.loads(next((tmp_path / "probe").glob("runs/*/metrics.json")).read_text())["train_tokens_per_s"] / 512
-    steps = int(min(max(80 * rate, 200), 50_000))  # ~80 s of training: the first run is stopped by the signal
-    args = tiny(f"trainer.max_steps={steps}", f"trainer.val_check_interval={steps // 4}", "checkpoint.every_n_steps=50",
-                f"trainer.log_every_n_steps={max(steps // 40, 1)}", "model.dropout=0.1")
-    reference = run_train([*args, f"hydra.run.dir={tmp_path / 'reference'}"], tmp_path, timeout=900)
-    assert reference.returncode == 0
-
+    args, reference = long_run
     jobs = tmp_path / "jobs_cwd"
     jobs.mkdir()
     (jobs / "train.py").symlink_to(REPO / "train.py")  # the script says `python train.py`: run from this folder
@@ -102,14 +110,33 @@ def test_the_readme_requeue_script_resumes_bit_for_bit(slurm: dict[str, str], tm
                     timeout=900, every=2)
     log = (jobs / f"slurm-{job_id}.out").read_text()
     assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", (info, log[-3000:])
-    assert int(info["Restarts"]) >= 1, f"never requeued: {steps} steps ran in under the limit?\n{log[-3000:]}"
+    assert int(info["Restarts"]) >= 1, f"never requeued: training ran in under the limit?\n{log[-3000:]}"
     run_dir = jobs / "logs" / "jobs" / job_id
     ckpt = run_dir / "checkpoints" / "last.ckpt"
     assert f"resume   nothing to resume in {run_dir} yet: a fresh start" in log  # the first run
     assert re.search(rf"stopped  SIGTERM at step \d+; checkpoint {re.escape(str(ckpt))}", log), log[-3000:]
     assert re.search(rf"resume   {re.escape(str(ckpt))} at step \d+", log), log[-3000:]  # a requeued run
-    assert results(run_dir) == results(tmp_path / "reference")
-    assert_same_state(tmp_path / "reference" / "checkpoints/last.ckpt", ckpt)
+    assert results(run_dir) == results(reference)
+    assert_same_state(reference / "checkpoints/last.ckpt", ckpt)
+
+
+def test_submitits_requeue_resumes_from_the_last_periodic_checkpoint(slurm: dict[str, str],
+                                                                     long_run: tuple[list[str], Path],
+                                                                     tmp_path: Path) -> None:
+    """hydra.launcher.max_num_timeout: submitit's USR2 30-60 s into a 2-minute job requeues it and exits at once
+    (train.py saves nothing then); the requeued job resumes from its last periodic checkpoint in the fixed sweep
+    folder and ends where an uninterrupted run ends, bitwise; the sweep command returns when it is done."""
+    args, reference = long_run
+    proc = train_py(["-m", f"log_dir={tmp_path}", *args, f"hydra.sweep.dir={tmp_path / 'sweep'}", "ckpt_path=last",
+                     *[a for a in CPU_JOBS if "timeout_min" not in a], "hydra.launcher.timeout_min=2",
+                     "hydra.launcher.signal_delay_s=60", "hydra.launcher.max_num_timeout=3"], slurm, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (metrics,) = (tmp_path / "sweep").glob("*/metrics.json")
+    (log,) = (tmp_path / "sweep" / ".submitit").glob("*/*_0_log.out")
+    text = log.read_text() + log.with_name(log.name.replace(".out", ".err")).read_text()
+    assert "Requeued job" in text and re.search(r"resume   \S+last\.ckpt at step \d+", text), text[-3000:]
+    assert results(metrics.parent) == results(reference)
+    assert_same_state(reference / "checkpoints/last.ckpt", metrics.parent / "checkpoints/last.ckpt")
 
 
 def test_srun_ddp_takes_its_ranks_from_slurm(slurm: dict[str, str], tmp_path: Path) -> None:
