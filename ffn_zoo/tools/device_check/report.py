@@ -3,6 +3,7 @@ status first, then its numbers."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -124,7 +125,8 @@ def _glu(r: GluResult) -> list[str]:
              f"every ladder finished; return codes {r.return_codes}; results in {r.tarball or '(no tarball)'}."]
     lines += [f"note: {n}" for n in r.notes] + [f"warning: {w}" for w in r.warnings]
     lines += [f"problem: {x.get('path')}: {x.get('status')} {x.get('error') or ''}" for x in r.problems]
-    return lines + ["", r.table_md or "(no table)"]
+    table = re.sub(r"^(#+) ", r"###\1 ", r.table_md, flags=re.M) if r.table_md else "(no table)"
+    return lines + ["", table]  # the comparison's headings nest under the part's
 
 
 SECTIONS: dict[str, tuple[str, type, Callable[[Any], list[str]]]] = {
