@@ -90,10 +90,11 @@ def markdown(table: list[dict[str, Any]]) -> str:
     if not table:
         return "(no budget with both precisions)\n"
     base, other = table[0]["base"], table[0]["other"]
-    lines = [f"| val set | budget | seeds | {base}: bf16 − fp32 | {other}: bf16 − fp32 | interaction: bf16's change "
+    lines = [f"| val set | budget | seed pairs ({base} / {other} / both) | {base}: bf16 − fp32 | {other}: bf16 − fp32 | interaction: bf16's change "
              f"to {other} − {base} | {other} − {base}, fp32 | {other} − {base}, bf16 |", "|---|---|---|---|---|---|---|---|"]
     for r in table:
-        lines.append(f"| {r['val']} | {tokens_label(r['budget_tokens'])} | {len(r['interaction_seeds'])} | "
+        pairs = f"{len(r[f'{base}_seeds'])} / {len(r[f'{other}_seeds'])} / {len(r['interaction_seeds'])}"
+        lines.append(f"| {r['val']} | {tokens_label(r['budget_tokens'])} | {pairs} | "
                      f"{fmt(r[f'{base}_mean'], r[f'{base}_lo'], r[f'{base}_hi'])} | "
                      f"{fmt(r[f'{other}_mean'], r[f'{other}_lo'], r[f'{other}_hi'])} | "
                      f"{fmt(r['interaction_mean'], r['interaction_lo'], r['interaction_hi'])} | "
