@@ -85,7 +85,8 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     )
     if trainer.is_global_zero:
         write_layouts(trainer.loggers)  # the Custom Scalars tab, in this run's own events
-        print_banner(cfg, model, corpus.description, trainer.strategy.root_device, ckpt_path, resume_step, run_dir)
+        print_banner(cfg, model, corpus.description, trainer.strategy.root_device, precision, ckpt_path, resume_step,
+                     run_dir)
         for name, held_out in corpus.extra_val.items():  # data.extra_val
             print(f"val set  {name}: {held_out.description}", flush=True)
     if cfg.impl.compile:

@@ -20,14 +20,13 @@ from ffn_zoo.atomic import write_json
 from ffn_zoo.training.jobs import threads_note
 from ffn_zoo.training.lit_module import LitLM
 from ffn_zoo.training.optim import describe_optim
-from ffn_zoo.training.precision import BF16_ON_CPU, bf16_support, cpu_flags, precision_used, run_precision
+from ffn_zoo.training.precision import BF16_ON_CPU, bf16_support, cpu_flags, precision_used
 from ffn_zoo.training.runs import CKPT_DIR
 
 
-def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: str) -> list[str]:
-    """The startup facts, one line each."""
+def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: str, precision: str) -> list[str]:
+    """The startup facts, one line each; ``precision`` is the one the run trains in (impl.precision=auto resolved)."""
     mc = model.cfg
-    precision = precision_used(cfg.impl.precision, run_precision(cfg.impl.precision, cfg.trainer.accelerator))
     variant = FFN_VARIANTS.get(cfg.ffn.name, FFNVariant(cfg.ffn.gated, cfg.ffn.activation, "custom"))
     width = f"{mc.ffn.hidden}" + (
         f" (parameter-matched to dense {cfg.model.d_ff})" if mc.ffn.gated and cfg.ffn.match_params else ""
@@ -43,7 +42,8 @@ def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: st
         f"data     {corpus_desc}",
         f"budget   {cfg.trainer.max_steps} steps × {cfg.data.batch_size} × {cfg.data.seq_len} tokens, seed {cfg.seed}",
         describe_optim(cfg.optim, cfg.trainer.max_steps),
-        f"device   {device}, precision {precision}, {torch.get_num_threads()} threads" + threads_note(cfg.impl.threads),
+        f"device   {device}, precision {precision_used(cfg.impl.precision, precision)}, {torch.get_num_threads()} threads"
+        + threads_note(cfg.impl.threads),
     ] + ([f"bf16     {BF16_ON_CPU[bf16_support(cpu_flags())]}"] if device == "cpu" else [])
 
 
@@ -91,9 +91,9 @@ def _size(n: int) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
 
 
-def print_banner(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: torch.device,
+def print_banner(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: torch.device, precision: str,
                  ckpt_path: Path | None, resume_step: int | None, run_dir: Path) -> None:
-    for line in describe(cfg, model, corpus_desc, str(device)):
+    for line in describe(cfg, model, corpus_desc, str(device), precision):
         print(line, flush=True)
     if ckpt_path:
         print(f"resume   {ckpt_path} at step {resume_step}", flush=True)

@@ -9,6 +9,7 @@ reported as separate settings, never averaged together; failed and unfinished ru
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -190,9 +191,7 @@ def precision_warnings(groups: Sequence[Group]) -> list[str]:
     whether bf16 leaves a gap alone is measured, not assumed (docs/benchmarks.md): say where they pool."""
     out = []
     for s in sorted({g.setting for g in groups}):
-        counts: dict[str, int] = {}
-        for r in (r for g in groups if g.setting == s for r in g.runs):
-            counts[str(precision_of(r))] = counts.get(str(precision_of(r)), 0) + 1
+        counts = Counter(str(precision_of(r)) for g in groups if g.setting == s for r in g.runs)
         if len(counts) > 1:
             out.append(f"mixed precision: setting {s + 1} pools runs trained in "
                        + " and ".join(f"{p} ({n})" for p, n in sorted(counts.items()))
