@@ -1,11 +1,17 @@
-"""Regenerate the GLU study's generated blocks (experiments/glu_variants/README.md) from the committed compare
-outputs: the headline table, the baseline losses, the width and objective tables, and the numbers quoted in the text.
+"""Regenerate the GLU study's generated blocks (experiments/glu_variants/README.md and width/README.md) from the
+committed compare outputs: the headline table, the baseline losses, the width and objective tables, the numbers
+quoted in the text, and every section table.
 
-    python scripts/glu_tables.py          # rewrites the README in place; tests/unit/test_glu_tables.py checks it
+    python scripts/glu_tables.py          # rewrites both READMEs in place; tests/unit/test_glu_tables.py checks them
+    python scripts/glu_tables.py --check  # exit 1 and name the stale ones, writing nothing
+
+The section tables and the width study's (experiments/glu_variants/width/README.md) are specs in
+scripts/glu_section_tables.py: one per block, with the committed files it reads.
 
 A block is ``<!-- gen:NAME -->...<!-- /gen:NAME -->`` (as scripts/readme_tables.py); a ``n-...`` block is one number
-in a sentence. One rounding rule: nats (losses, Δ, slopes) to 3 decimals, token counts and multipliers to 3
-significant figures, each from the stored float (Python's round-half-even), never from an already rounded number.
+in a sentence. One rounding rule: nats (losses, Δ, slopes) to 3 decimals, token counts, parameters and multipliers
+to 3 significant figures, exact counts as integers, each from the stored float, never from an already rounded number
+(the one exception, the own-lr arm, is named in scripts/glu_section_tables.py).
 """
 
 from __future__ import annotations
@@ -291,11 +297,36 @@ BLOCKS: dict[str, Callable[[], str]] = {
 }
 
 
-def render(text: str) -> str:
-    """``text`` with every generated block rewritten (each built once)."""
-    return render_readme(text, BLOCKS)
+WIDTH_README = GLU / "width" / "README.md"
+
+
+def documents() -> dict[Path, dict[str, Callable[[], str]]]:
+    """Every generated document and its blocks: the write-up (the blocks above and its section tables) and the
+    width study's README (scripts/glu_section_tables.py)."""
+    from scripts.glu_section_tables import SECTION_BLOCKS, WIDTH_BLOCKS
+    return {README: {**BLOCKS, **SECTION_BLOCKS}, WIDTH_README: WIDTH_BLOCKS}
+
+
+def render(text: str, path: Path = README) -> str:
+    """``text`` (the document at ``path``) with every generated block rewritten (each built once)."""
+    return render_readme(text, documents()[path])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Rewrite every generated document in place, or with ``--check`` name the stale ones (exit 1)."""
+    check = "--check" in (sys.argv[1:] if argv is None else argv)
+    stale = []
+    for path in documents():
+        text = path.read_text()
+        new = render(text, path)
+        if new != text:
+            stale.append(path)
+            if not check:
+                path.write_text(new)
+    for path in stale:
+        print(f"{'stale' if check else 'wrote'} {path}")
+    return 1 if check and stale else 0
 
 
 if __name__ == "__main__":
-    README.write_text(render(README.read_text()))
-    print(f"wrote {README}")
+    sys.exit(main())

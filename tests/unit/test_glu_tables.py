@@ -1,17 +1,77 @@
-"""The GLU write-up's generated blocks (experiments/glu_variants/README.md) match the committed reports they are
-generated from, the headline is its first screen, and every relative link in the experiments' READMEs resolves."""
+"""The GLU write-up's generated blocks (experiments/glu_variants/README.md and width/README.md) match the committed
+reports they are generated from, each section table reads only the committed files its spec names, the headline is
+the write-up's first screen, and every relative link in the experiments' READMEs resolves."""
 
 import re
+from pathlib import Path
+
+import pytest
 
 from ffn_zoo.analysis.report import GENERATED
-from scripts.glu_tables import BLOCKS, README, nats, render
+from scripts import glu_section_tables as sections
+from scripts import glu_tables
+from scripts.glu_tables import BLOCKS, README, WIDTH_README, documents, main, nats, render
 from tests.helpers import REPO
 
 
-def test_glu_readme_is_current() -> None:
-    text = README.read_text()
-    assert {m["name"] for m in GENERATED.finditer(text)} == set(BLOCKS)
-    assert render(text) == text, "experiments/glu_variants/README.md is stale: run python scripts/glu_tables.py"
+@pytest.mark.parametrize("path", [README, WIDTH_README], ids=["glu_variants", "width"])
+def test_glu_readmes_are_current(path: Path) -> None:
+    text = path.read_text()
+    assert {m["name"] for m in GENERATED.finditer(text)} == set(documents()[path])
+    assert render(text, path) == text, f"{path.relative_to(REPO)} is stale: run python scripts/glu_tables.py"
+
+
+TABLES = {name: t for name, t in {**sections.SECTION_BLOCKS, **sections.WIDTH_BLOCKS}.items()
+          if isinstance(t, sections.Table)}
+
+
+def test_every_section_table_is_a_spec() -> None:
+    assert set(TABLES) == set(sections.SECTION_BLOCKS) | set(sections.WIDTH_BLOCKS)
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_a_table_reads_only_its_committed_sources(name: str) -> None:
+    """Its sources exist and are the compare outputs (CSV/JSON), except the own-lr arm, whose only record is
+    own_lr/vs_default.md; building it reads nothing else."""
+    table = TABLES[name]
+    for source in table.sources:
+        assert (sections.GLU / source).is_file(), source
+        assert source.endswith((".csv", ".json", ".jsonl")) or source == sections.VS_DEFAULT, source
+    sections.READS.clear()
+    table()
+    assert sections.READS <= set(table.sources), sections.READS - set(table.sources)
+
+
+def test_check_mode_names_a_stale_document_and_writes_nothing(tmp_path, monkeypatch, capsys) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text("a <!-- gen:x -->old<!-- /gen:x --> b")
+    monkeypatch.setattr(glu_tables, "documents", lambda: {doc: {"x": lambda: "new"}})
+    assert main(["--check"]) == 1 and "stale" in capsys.readouterr().out
+    assert "old" in doc.read_text()
+    assert main([]) == 0 and doc.read_text() == "a <!-- gen:x -->new<!-- /gen:x --> b"
+    assert main(["--check"]) == 0
+
+
+def test_the_plan_counts_ladder_steps_as_the_ladder_does() -> None:
+    """The width README's plan: 1,216 steps for 0.25-4 Mi, 602 for 0.25-2 Mi, 141 for 0.25-0.5 Mi, 269 for 0.25, 1."""
+    steps = sections.ladder_steps
+    assert (steps((0.25, 0.5, 1, 2, 4)), steps((0.25, 0.5, 1, 2)), steps((0.25, 0.5)), steps((0.25, 1))) == (
+        1216, 602, 141, 269)
+    assert steps((0.25,)) == 64
+
+
+def test_hand_copied_numbers_that_disagreed_with_their_source() -> None:
+    """Numbers the tables had typed differently from the committed reports, now read from them."""
+    assert "| +0.024 [+0.009, +0.040] * |" in sections.RELU_GEGLU()  # GEGLU − ReLU, 1 Mi, Wikipedia (was +0.025)
+    assert "| +0.048 [−0.001, +0.098] |" in sections.RELU_GEGLU()  # ReLU − GELU, 0.25 Mi, C4 (was +0.049)
+    assert "7.071 / 6.302" in sections.RECIPE_TABLE()  # GELU at 1 Mi, fan-in + Adafactor (was 6.303)
+    assert "**+0.116 [+0.023, +0.210]**" in sections.WIDTH_BLOCKS["width-mech-d768"]()  # C4 change (was +0.117)
+    assert "line: 1.59 M" in sections.AXIS_1MI()  # d 512's line crossing (was 1.57 M)
+    assert "| 30 min | 2.0 h |" in sections.PLAN()  # d 512 per ladder (was 31 min)
+
+
+def test_three_significant_figures_keep_their_zeros() -> None:
+    assert [sections.sig3(x) for x in (33.04, 103.8, 1.8525, 11.8, 561.6)] == ["33.0", "104", "1.85", "11.8", "562"]
 
 
 def test_the_headline_is_the_first_table() -> None:
