@@ -560,9 +560,10 @@ class Plan:
         return f"{self.seeds * self.runs * sum(self.per_variant()) / 60:.1f} h"
 
 
-PLANS = (Plan(2, "128", "w128", (0.25, 0.5, 1, 2, 4), 3), Plan(2, "256", "mini", (0.25, 0.5, 1, 2, 4), 3, committed=True),
-         Plan(2, "512", "w512", (0.25, 0.5, 1, 2), 2), Plan(2, "768", "w768", (0.25, 0.5, 1, 2), 1,
-                                                             seeds_note=" (seeds cut: see below)"),
+PLANS = (Plan(2, "128", "w128", (0.25, 0.5, 1, 2, 4), 3),
+         Plan(2, "256", "mini", (0.25, 0.5, 1, 2, 4), 3, committed=True),
+         Plan(2, "512", "w512", (0.25, 0.5, 1, 2), 2),
+         Plan(2, "768", "w768", (0.25, 0.5, 1, 2), 1, seeds_note=" (seeds cut: see below)"),
          Plan(3, "768, σ 0.0115", "w768", (0.25, 1), 2), Plan(3, "256, σ 0.035", "mini", (0.25, 1), 2),
          Plan(4, "768, own lr", "w768", (0.25,), 1, runs=3, design="ffn-zoo-tune, 3 lrs, 64 steps"),
          Plan(5, "BERT-base", "bert_base", (0.25, 0.5), 1))
