@@ -7,10 +7,26 @@ previous file, never half of one. Below the data and training layers: it imports
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
+
+
+# the OS refusing a write: the disk, a quota, a file size limit, a read-only mount; never a read error
+WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
+
+
+def refused_write(error: BaseException) -> OSError | None:
+    """The OSError in ``error``'s chain when it is the OS refusing a write (:data:`WRITE_ERRNOS`), else None."""
+    refused = os_error(error)
+    return refused if refused is not None and refused.errno in WRITE_ERRNOS else None
+
+
+def reason(refused: OSError) -> str:
+    """``No space left on device (ENOSPC)``."""
+    return f"{refused.strerror} ({errno.errorcode.get(refused.errno or 0, refused.errno)})"
 
 
 def os_error(error: BaseException) -> OSError | None:

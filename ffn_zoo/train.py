@@ -2,7 +2,7 @@
 
 Each run folder holds the TensorBoard events, ``.hydra/`` (the exact config) and ``metrics.json``
 (the numbers later tools read). ``python train.py --help`` lists the groups. The pieces live in
-``ffn_zoo/training/``; this file only puts them in order.
+``ffn_zoo/training/`` (recipe, ladder, lifecycle, reporting); this file only puts them in order.
 """
 
 from __future__ import annotations
@@ -23,23 +23,22 @@ from omegaconf import DictConfig, OmegaConf
 from ffn_zoo.data import build_corpus
 from ffn_zoo.data.datamodule import LMDataModule
 from ffn_zoo.nn.model import TransformerLM
-from ffn_zoo.training.build import config_dir, model_config, validate_config
-from ffn_zoo.training.callbacks import StepProgressBar, ThroughputMonitor
-from ffn_zoo.training.checkpoint import check_checkpoint, must_match
-from ffn_zoo.training.faults import (GracefulStop, JobFailures, NonFiniteGuard, refused_writes_before_the_job,
-                                     reliability_callbacks)
-from ffn_zoo.training.instruments import build_activation_stats
-from ffn_zoo.training.jobs import failed_in_workers, job_threads
-from ffn_zoo.training.ladder import run_ladder
-from ffn_zoo.training.lit_module import LitLM
-from ffn_zoo.training.loggers import build_loggers, log_hparams, quiet_warnings, write_layouts
-from ffn_zoo.training.objectives import model_vocab_size, prepare_objective
-from ffn_zoo.training.precision import run_precision
-from ffn_zoo.training.progress import ValidationLines, interactive, quiet_lightning
-from ffn_zoo.training.runs import SWEPT_KEYS_ENV, register_resolvers, resume_point, swept_keys
-from ffn_zoo.training.scale import trainer_kwargs
-from ffn_zoo.training.summary import print_banner, run_metrics, write_metrics
-
+from ffn_zoo.training.ladder.run import run_ladder
+from ffn_zoo.training.lifecycle.checkpoint import check_checkpoint, must_match
+from ffn_zoo.training.lifecycle.failures import JobFailures
+from ffn_zoo.training.lifecycle.guards import build_guards
+from ffn_zoo.training.lifecycle.jobs import failed_in_workers, job_threads
+from ffn_zoo.training.lifecycle.runs import SWEPT_KEYS_ENV, register_resolvers, resume_point, swept_keys
+from ffn_zoo.training.recipe.build import config_dir, model_config, validate_config
+from ffn_zoo.training.recipe.module import LitLM
+from ffn_zoo.training.recipe.objectives import model_vocab_size, prepare_objective
+from ffn_zoo.training.recipe.precision import run_precision
+from ffn_zoo.training.recipe.scale import trainer_kwargs
+from ffn_zoo.training.reporting.instruments import build_activation_stats
+from ffn_zoo.training.reporting.loggers import build_loggers, log_hparams, quiet_warnings, write_layouts
+from ffn_zoo.training.reporting.progress import (StepProgressBar, ThroughputMonitor, ValidationLines, interactive,
+                                                 quiet_lightning)
+from ffn_zoo.training.reporting.summary import print_banner, run_metrics, write_metrics
 
 def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
         extra_metrics: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -66,19 +65,20 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     datamodule = LMDataModule(corpus, cfg.data.batch_size, cfg.data.val_batch_size, cfg.seed, cfg.impl.num_workers)
     ckpt_path = resume_point(cfg.ckpt_path, Path(cfg.log_dir), run_dir)  # None: fresh (runs.py: where "last" looks)
     resume_step = check_checkpoint(ckpt_path, module, must_match(cfg)) if ckpt_path else None  # names a mismatch
-    safety = reliability_callbacks(cfg, run_dir)  # checkpoints, RNG stream, NaN guard, signals (faults.py)
+    resolved = OmegaConf.to_container(cfg, resolve=True)  # stored in checkpoints, reported as hyperparameters
+    guards = build_guards(cfg.checkpoint, cfg.faults, cfg.debug, run_dir, resolved)  # checkpoints, RNG, NaN, signals
 
     throughput = ThroughputMonitor(cfg.data.batch_size * cfg.data.seq_len)
     show_bar = bool(cfg.trainer.enable_progress_bar) and interactive()  # a log file gets one line per validation
     act_stats = build_activation_stats(cfg.instruments, corpus.val, objective.inputs)  # None when off
+    reporting = [throughput, StepProgressBar(refresh_rate=5) if show_bar else ValidationLines(throughput),
+                 *([act_stats] if act_stats else [])]
     trainer = L.Trainer(
-        **{**trainer_kwargs(OmegaConf.to_container(cfg.trainer, resolve=True)),  # strategy by name (scale.py)
-           "enable_progress_bar": show_bar},
+        **(trainer_kwargs(OmegaConf.to_container(cfg.trainer, resolve=True)) | {"enable_progress_bar": show_bar}),
         precision=precision,
         gradient_clip_val=cfg.optim.grad_clip or None,
         logger=build_loggers(cfg.logger, run_dir, resume_step) or False,  # a resume drops the killed run's later steps
-        callbacks=[throughput, StepProgressBar(refresh_rate=5) if show_bar else ValidationLines(throughput)]
-        + ([act_stats] if act_stats else []) + safety + list(callbacks),
+        callbacks=[*reporting, *guards.callbacks, *callbacks],
         default_root_dir=str(run_dir),
         enable_checkpointing=False,
         use_distributed_sampler=False,  # our StepSampler shards the global batch itself
@@ -96,14 +96,13 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
 
     # weights_only: the checkpoint is read with torch.load(weights_only=True), which never runs pickled code
     trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=True)
-    stop = next(cb for cb in safety if isinstance(cb, GracefulStop))
-    if stop.interrupted(trainer):
-        stop.exit(trainer, run_dir)  # SIGTERM/SIGINT: metrics.json says so, prints the resume command, exits
+    if guards.stop.interrupted(trainer):
+        guards.stop.exit(trainer, run_dir)  # SIGTERM/SIGINT: metrics.json says so, prints the resume command, exits
     if int(cfg.trainer.max_steps) % int(cfg.trainer.val_check_interval) or not module.last_val:
         trainer.validate(module, datamodule=datamodule, verbose=False)  # always end on a full validation
 
     metrics = run_metrics(cfg, trainer, module, corpus.optimal_val_loss, throughput.mean_tokens_per_s, started, {
-        "skipped_steps": next(cb for cb in safety if isinstance(cb, NonFiniteGuard)).skipped,
+        "skipped_steps": guards.nonfinite.skipped,
         "resumed_from": str(ckpt_path) if ckpt_path else None,
         "objective": objective.name,
         "precision": precision,  # what ran (impl.precision=auto resolves per machine)
@@ -112,7 +111,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
         **(extra_metrics or {}),
     })
     if trainer.is_global_zero:
-        log_hparams(trainer.loggers, cfg, metrics, module.last_val)
+        log_hparams(trainer.loggers, resolved, metrics, module.last_val)
         write_metrics(run_dir, metrics)
     return metrics
 
@@ -135,7 +134,7 @@ def _hydra_task(cfg: DictConfig) -> dict[str, Any] | None:
     run_dir = Path(hydra_cfg.runtime.output_dir)
     sweep = hydra_cfg.mode == RunMode.MULTIRUN
     with _failures.recorded(run_dir, sweep, cfg.ckpt_path, Path(cfg.log_dir)):  # metrics.json says why
-        if cfg.ladder.budgets:  # a loss-vs-budget ladder: one trunk, a cooldown branch per budget (ladder.py)
+        if cfg.ladder.budgets:  # a loss-vs-budget ladder: one trunk, a cooldown branch per budget (ladder/run.py)
             return run_ladder(cfg, run_dir, run)
         return run(cfg, run_dir)
     return None
@@ -145,8 +144,7 @@ def main() -> None:
     os.environ[SWEPT_KEYS_ENV] = ",".join(swept_keys(sys.argv[1:]))  # a sweep's folders name what it sweeps
     register_resolvers()  # the ${ffnzoo_*:...} run-folder names in configs/train.yaml
     register_launcher()  # hydra/launcher=parallel
-    with refused_writes_before_the_job():  # a full disk while Hydra writes .hydra/: one line, not its traceback
-        _hydra_task()
+    _hydra_task()  # a full disk before the job starts: configs/train.yaml's hydra.callbacks (run_folder.py)
     _failures.run_dirs += failed_in_workers()  # hydra/launcher=parallel: jobs that failed in its workers
     _failures.exit_if_any()
 

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 from ffn_zoo.nn.activations import SwishBeta, get_activation  # noqa: E402
-from ffn_zoo.training.instruments import act_tag  # noqa: E402
+from ffn_zoo.training.reporting.instruments import act_tag  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "img"
 

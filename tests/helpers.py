@@ -61,7 +61,7 @@ FAST = ["model=tiny", "trainer.max_steps=2", "trainer.val_check_interval=2", "da
 def train(overrides: list[str], tmp_path: Path, name: str = "run", base: list[str] = FAST) -> dict:
     """``run`` as train.py calls it, in a fresh folder under ``tmp_path``."""
     from ffn_zoo.train import run
-    from ffn_zoo.training.build import compose
+    from ffn_zoo.training.recipe.build import compose
 
     cfg = compose([f"log_dir={tmp_path}", *base, *overrides])
     run_dir = tmp_path / name

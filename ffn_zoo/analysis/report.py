@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from ffn_zoo.training.build import compose, model_config
+from ffn_zoo.training.recipe.build import compose, model_config
 from ffn_zoo.errors import FFNZooError
-from ffn_zoo.nn.ffn import FFN_VARIANTS, build_ffn, get_variant, make_ffn
+from ffn_zoo.nn.ffn import FFN_VARIANTS, FFNSpec, build_ffn, get_variant
 from ffn_zoo.nn.flops import ffn_flops_per_token, ffn_weights, training_flops_per_token
 from ffn_zoo.nn.model import TransformerLM
 
@@ -64,7 +64,7 @@ def measure_times(rows: list[dict[str, Any]], seq_len: int, repeats: int = 5, wa
     cases = []
     for row in rows:
         v = FFN_VARIANTS[row["variant"]]
-        ffn = make_ffn(v.gated, v.activation, row["d_model"], row["hidden"])
+        ffn = build_ffn(FFNSpec(v.gated, v.activation, row["hidden"]), row["d_model"])
         x = torch.randn(1, seq_len, row["d_model"], requires_grad=True)  # (1, T, C)
         h = torch.randn(1, seq_len, row["hidden"], requires_grad=True)  # (1, T, H): the activation's input
         cases.append((row, ffn, x, h, [], []))
@@ -115,7 +115,7 @@ def zoo_markdown(d_model: int = 768, d_ff: int = 3072) -> str:
     lines = ["| `ffn=` | form | activation | FFN(x) | hidden | weights / layer | reference |",
              "|---|---|---|---|---:|---:|---|"]
     for name, v in FFN_VARIANTS.items():
-        ffn = build_ffn(name, d_model, d_ff)
+        ffn = build_ffn(FFNSpec.variant(name, d_ff), d_model)
         weights = sum(p.numel() for p in ffn.parameters())  # a learnable β counts too
         lines.append(f"| `{name}` | {v.form} | `{v.activation}` | {v.formula()} | {ffn.hidden:,} | {weights:,} | "
                      f"{v.paper} |")

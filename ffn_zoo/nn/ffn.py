@@ -4,8 +4,9 @@
     gated:  FFN(x) = W_out · (act(W_gate · x) ⊙ (W_up · x))     Shazeer 2020, §2
 
 The activation is applied to the *gate* branch; the *up* (value) branch stays linear.
-Modules take their final hidden width. :func:`gated_hidden_width` is the single place
-that turns a dense width into the parameter-matched gated one (the 2/3 rule).
+One helper computes the width, one constructor builds the block: :func:`hidden_width` is the single
+place that turns a dense width into the parameter-matched gated one (the 2/3 rule); :func:`build_ffn`
+builds an :class:`FFNSpec` (a variant at its final width; :meth:`FFNSpec.variant` for a named one).
 """
 
 from __future__ import annotations
@@ -29,8 +30,13 @@ class FFNSpec:
     bias: bool = False
     dropout: float = 0.0
 
-    def build(self, d_model: int) -> DenseFFN | GatedFFN:
-        return make_ffn(self.gated, self.activation, d_model, self.hidden, bias=self.bias, dropout=self.dropout)
+    @classmethod
+    def variant(cls, name: str, d_ff: int, *, match_params: bool = True, multiple_of: int = 8, bias: bool = False,
+                dropout: float = 0.0) -> FFNSpec:
+        """The table's variant ``name`` in a model whose *dense* FFN width is ``d_ff`` (see :func:`hidden_width`)."""
+        v = get_variant(name)
+        hidden = hidden_width(d_ff, gated=v.gated, match_params=match_params, multiple_of=multiple_of)
+        return cls(v.gated, v.activation, hidden, bias=bias, dropout=dropout)
 
 
 @dataclass(frozen=True)
@@ -74,20 +80,17 @@ FFN_VARIANTS: dict[str, FFNVariant] = {
 }
 
 
-def gated_hidden_width(d_ff: int, multiple_of: int = 8) -> int:
-    """Hidden width of a gated FFN holding the same weights as a dense FFN of width ``d_ff``.
+def hidden_width(d_ff: int, *, gated: bool, match_params: bool = True, multiple_of: int = 8) -> int:
+    """The hidden width of an FFN in a model whose *dense* width is ``d_ff``.
 
-    A dense FFN has 2·d·d_ff weights, a gated one 3·d·h, so h = 2/3·d_ff, rounded to the
-    nearest multiple of ``multiple_of`` (hardware-friendly). At BERT-base, 3072 -> 2048 exactly.
+    Dense: ``d_ff``. Gated with ``match_params``: the width that holds a dense FFN's weights. A dense FFN has
+    2·d·d_ff weights, a gated one 3·d·h, so h = 2/3·d_ff, rounded to the nearest multiple of ``multiple_of``
+    (hardware-friendly); at BERT-base, 3072 -> 2048 exactly. Gated without it: ``d_ff`` (1.5× the weights).
     """
     require_positive(d_ff=d_ff, multiple_of=multiple_of)
-    return max(multiple_of, multiple_of * round(2 * d_ff / 3 / multiple_of))
-
-
-def hidden_width(name: str, d_ff: int, *, match_params: bool = True, multiple_of: int = 8) -> int:
-    """The hidden width variant ``name`` uses given the dense width ``d_ff``."""
-    gated = get_variant(name).gated
-    return gated_hidden_width(d_ff, multiple_of) if gated and match_params else d_ff
+    if gated and match_params:
+        return max(multiple_of, multiple_of * round(2 * d_ff / 3 / multiple_of))
+    return d_ff
 
 
 class DenseFFN(nn.Module):
@@ -135,33 +138,15 @@ def get_variant(name: str) -> FFNVariant:
     return FFN_VARIANTS[name]
 
 
-def make_ffn(
-    gated: bool, activation: str, d_model: int, hidden: int, *, bias: bool = False, dropout: float = 0.0
-) -> DenseFFN | GatedFFN:
-    """Build an FFN from its two axes at its final hidden width."""
-    if activation not in ACTIVATIONS:
-        raise UnknownNameError("activation", activation, ACTIVATIONS)
-    cls = GatedFFN if gated else DenseFFN
-    return cls(d_model, hidden, activation, bias=bias, dropout=dropout)
+def build_ffn(spec: FFNSpec, d_model: int) -> DenseFFN | GatedFFN:
+    """The FFN block ``spec`` describes, for a model of width ``d_model``.
 
-
-def build_ffn(
-    name: str,
-    d_model: int,
-    d_ff: int,
-    *,
-    bias: bool = False,
-    match_params: bool = True,
-    multiple_of: int = 8,
-    dropout: float = 0.0,
-) -> DenseFFN | GatedFFN:
-    """Build variant ``name`` for a model whose *dense* FFN width is ``d_ff``.
-
-    Gated variants shrink to :func:`gated_hidden_width` unless ``match_params=False``.
+        build_ffn(FFNSpec.variant("geglu", d_ff=3072), d_model=768)   # hidden 2048: parameter-matched to dense 3072
     """
-    variant = get_variant(name)
-    hidden = hidden_width(name, d_ff, match_params=match_params, multiple_of=multiple_of)
-    return make_ffn(variant.gated, variant.activation, d_model, hidden, bias=bias, dropout=dropout)
+    if spec.activation not in ACTIVATIONS:
+        raise UnknownNameError("activation", spec.activation, ACTIVATIONS)
+    cls = GatedFFN if spec.gated else DenseFFN
+    return cls(d_model, spec.hidden, spec.activation, bias=spec.bias, dropout=spec.dropout)
 
 
 def check_variant_spec(name: str, gated: bool, activation: str) -> None:

@@ -18,7 +18,7 @@ from einops import rearrange
 from torch import nn
 
 from ffn_zoo.errors import ConfigError, UnknownNameError, require_positive
-from ffn_zoo.nn.ffn import FFNSpec
+from ffn_zoo.nn.ffn import FFNSpec, build_ffn
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class Block(nn.Module):
         self.norm1 = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
         self.attn = SelfAttention(cfg)
         self.norm2 = nn.LayerNorm(cfg.d_model, bias=cfg.bias)
-        self.ffn = cfg.ffn.build(cfg.d_model)
+        self.ffn = build_ffn(cfg.ffn, cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C)

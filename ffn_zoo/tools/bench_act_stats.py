@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.tensorboard import SummaryWriter
 
-from ffn_zoo.training.build import compose, model_config
-from ffn_zoo.training.instruments import ActivationStats
+from ffn_zoo.training.recipe.build import compose, model_config
+from ffn_zoo.training.reporting.instruments import ActivationStats
 from ffn_zoo.nn.model import TransformerLM
 
 

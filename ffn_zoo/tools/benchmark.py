@@ -39,13 +39,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from ffn_zoo.training.build import compose, model_config
+from ffn_zoo.training.recipe.build import compose, model_config
 from ffn_zoo.data.blocks import Blocks, StepSampler
 from ffn_zoo.nn.flops import gemm_peak_flops, training_flops_per_token
-from ffn_zoo.training.lit_module import LitLM
+from ffn_zoo.training.recipe.module import LitLM
 from ffn_zoo.nn.model import TransformerLM
-from ffn_zoo.training.optim import build_optimizer, param_groups
-from ffn_zoo.training.precision import BF16_ON_CPU, bf16_support, cpu_flags
+from ffn_zoo.training.recipe.optim import build_optimizer, param_groups
+from ffn_zoo.training.recipe.precision import BF16_ON_CPU, bf16_support, cpu_flags
 from ffn_zoo.tools import gemm_floor
 
 PRECISIONS = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16}

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from ffn_zoo.training.build import compose, model_config
+from ffn_zoo.training.recipe.build import compose, model_config
 from ffn_zoo.data import build_corpus
 from ffn_zoo.data.types import Corpus
 from ffn_zoo.data.datamodule import LMDataModule

@@ -30,7 +30,7 @@ from omegaconf import OmegaConf
 
 from ffn_zoo.analysis.compare.tuned import CRITERION, compare_tuned, criterion_text, tail_train_loss
 from ffn_zoo.analysis.compare.runs import Run, experiment_key, find_run_dirs, flatten, load_run
-from ffn_zoo.training.build import compose, config_dir
+from ffn_zoo.training.recipe.build import compose, config_dir
 from ffn_zoo.errors import ConfigError, FFNZooError, UnknownNameError
 
 OWN_KEYS = ("ffn", "optim.lr", "seed")  # set by this tool per run; a command-line override of them is a mistake

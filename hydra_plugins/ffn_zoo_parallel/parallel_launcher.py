@@ -1,5 +1,5 @@
 """``hydra/launcher=parallel`` (configs/hydra/launcher/parallel.yaml): a sweep's jobs side by side in a joblib
-process pool, with ffn-zoo's job rules (ffn_zoo/training/parallel.py).
+process pool, with ffn-zoo's job rules (ffn_zoo/training/lifecycle/parallel.py).
 
 Hydra imports every module under ``hydra_plugins`` at start-up, so this one imports nothing beyond Hydra's core:
 joblib is loaded when a sweep launches. It needs no hydra-joblib-launcher (whose JoblibLauncher only stored what
@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 
 class ParallelLauncher(Launcher):
-    """A sweep's jobs ``n_jobs`` at a time, threads split, one console line per job (ffn_zoo.training.parallel)."""
+    """A sweep's jobs ``n_jobs`` at a time, threads split, one console line per job (ffn_zoo.training.lifecycle.parallel)."""
 
     def __init__(self, **kwargs: Any) -> None:
         self.config: DictConfig | None = None
@@ -29,6 +29,6 @@ class ParallelLauncher(Launcher):
         self.config, self.task_function, self.hydra_context = config, task_function, hydra_context
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from ffn_zoo.training.parallel import launch
+        from ffn_zoo.training.lifecycle.parallel import launch
 
         return launch(self, job_overrides, initial_job_idx)

@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ffn_zoo.training.build import compose, model_config
+from ffn_zoo.training.recipe.build import compose, model_config
 from ffn_zoo.nn.model import TransformerLM
 from tests.helpers import run_train, tiny
 

@@ -109,7 +109,8 @@ def test_dry_run_runs_every_part_on_what_the_image_has(tmp_path: Path) -> None:
     glu = from_json(GluResult, parts["glu"].result)
     assert sorted(glu.ladders) == sorted(f"{o}_{f}" for o in DRY.glu_objectives for f in DRY.glu_ffns)
     assert glu.return_codes == [0] * len(glu.ladders) and not glu.problems, glu.problems
-    assert len(glu.budget_tokens) == DRY.glu_max_rungs and glu.planned_s < glu.window_s
+    # how many rungs fit depends on this CPU's speed and load (plan_budgets' arithmetic is pinned in the unit tests)
+    assert 1 <= len(glu.budget_tokens) <= DRY.glu_max_rungs and glu.planned_s < glu.window_s
     assert all(f"model={DRY.glu_model}" in c and "impl.precision=bf16-mixed" in c for c in glu.commands)
     assert ("wikipedia" if "DATA" in env else "toy") in glu.prep.corpus.lower()
     swiglu = [(r["budget_tokens"], r["ladder_setting"]) for r in glu.delta_rows if r["variant"] == "swiglu"]

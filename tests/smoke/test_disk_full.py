@@ -58,12 +58,14 @@ def test_a_sweep_records_the_full_disk_and_goes_on(tmp_path: Path) -> None:
     assert error_lines(proc.stderr) == [f"error: {full['error']}"]
 
 
-# train.py with the disk full for the files Hydra writes into .hydra/ before the job starts
+# train.py with the disk full from the start: every file opened for writing fails its first write, nameless, as a
+# buffered write does; the run-folder check (lifecycle/run_folder.py, a Hydra callback) meets it before Hydra writes
 HYDRA_ON_A_FULL_DISK = """
 import errno, io, os, sys
 import hydra.core.utils
+import ffn_zoo.training.lifecycle.run_folder as run_folder
 
-class FullFile(io.StringIO):  # a file on a full disk: its write fails, nameless, as a buffered write's does
+class FullFile(io.BytesIO):
     def __init__(self, name):
         super().__init__()
         self.name = name
@@ -71,22 +73,24 @@ class FullFile(io.StringIO):  # a file on a full disk: its write fails, nameless
     def write(self, s):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-hydra.core.utils.open = lambda file, *args, **kwargs: FullFile(file)  # what Hydra's _save_config opens
+run_folder.open = hydra.core.utils.open = lambda file, *args, **kwargs: FullFile(file)
 from ffn_zoo.train import main
 main()
 """
 
 
-def test_a_full_disk_while_hydra_writes_its_config_is_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sweep", [False, True], ids=["run", "sweep"])
+def test_a_full_disk_before_hydra_writes_its_config_is_one_line(tmp_path: Path, sweep: bool) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0"}
-    proc = subprocess.run([sys.executable, "-c", HYDRA_ON_A_FULL_DISK, f"log_dir={tmp_path}", *tiny()], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=120)
+    args = ["-m", "seed=0,1"] if sweep else []
+    proc = subprocess.run([sys.executable, "-c", HYDRA_ON_A_FULL_DISK, *args, f"log_dir={tmp_path}", *tiny()],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    (run_dir,) = list(tmp_path.glob("runs/*"))
+    (folder,) = list(tmp_path.glob("multiruns/*" if sweep else "runs/*"))
     assert error_lines(proc.stderr) == [
-        f"error: could not write {run_dir / '.hydra' / 'config.yaml'}: No space left on device (ENOSPC), before "
-        f"training started; free space, then run the same command again"]
-    assert not (run_dir / "checkpoints").exists()
+        f"error: could not write {folder}: No space left on device (ENOSPC), before training started; free space, "
+        f"then run the same command again"]
+    assert list(folder.iterdir()) == []  # Hydra wrote nothing: no .hydra/, no multirun.yaml, no job folder
 
 
 @pytest.fixture

@@ -65,7 +65,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
 
 def test_pip_install_dot_in_a_fresh_venv(installed: Installed, tmp_path: Path) -> None:
     py, elsewhere, env = installed.bin / "python", installed.elsewhere, installed.env
-    where = sh(py, "-c", "import ffn_zoo.training.build as b; print(b.__file__, b.config_dir())", cwd=elsewhere, env=env)
+    where = sh(py, "-c", "import ffn_zoo.training.recipe.build as b; print(b.__file__, b.config_dir())", cwd=elsewhere, env=env)
     assert str(installed.purelib) in where.stdout and str(REPO) not in where.stdout
 
     bin_ = installed.bin

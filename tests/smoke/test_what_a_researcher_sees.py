@@ -14,7 +14,7 @@ from tensorboard.backend.event_processing.event_multiplexer import EventMultiple
 from tensorboard.plugins.custom_scalar import metadata as custom_scalars
 from tensorboard.plugins.hparams import backend_context, metadata
 
-from ffn_zoo.training.instruments import ACT
+from ffn_zoo.training.reporting.instruments import ACT
 from tests.helpers import run_train, tiny
 
 pytestmark = pytest.mark.smoke

@@ -7,8 +7,8 @@ import pytest
 import torch
 from torch.optim.lr_scheduler import LambdaLR
 
-from ffn_zoo.training.build import compose
-from ffn_zoo.training.optim import Adafactor, lr_multiplier
+from ffn_zoo.training.recipe.build import compose
+from ffn_zoo.training.recipe.optim import Adafactor, lr_multiplier
 
 T5 = dict(lr=1e-2, decay_exponent=0.8, eps1=1e-30, eps2=1e-3, clip_threshold=1.0, factor_min_dim=128,
           scale_by_param_rms=True, weight_decay=0.0)

@@ -11,8 +11,8 @@ import pytest
 import torch
 from hydra.errors import ConfigCompositionException
 
-from ffn_zoo.training.build import compose
-from ffn_zoo.training.checkpoint import CheckpointError
+from ffn_zoo.training.recipe.build import compose
+from ffn_zoo.training.lifecycle.checkpoint import CheckpointError
 from ffn_zoo.errors import FFNZooError
 from tests.helpers import run_train, train
 

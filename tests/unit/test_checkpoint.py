@@ -12,17 +12,17 @@ import numpy as np
 import pytest
 import torch
 
-from ffn_zoo.training.checkpoint import (CheckpointError, Checkpointing, DirectCheckpointIO, check_checkpoint,
+from ffn_zoo.training.lifecycle.checkpoint import (CheckpointError, Checkpointing, DirectCheckpointIO, check_checkpoint,
                                         load_checkpoint, must_match)
 from ffn_zoo.errors import FFNZooError
-from ffn_zoo.training.debug import FullDiskIO
-from ffn_zoo.training.faults import NonFiniteError, NonFiniteGuard
-from ffn_zoo.training.rng import rng_state, set_rng_state
-from ffn_zoo.training.runs import find_last, resume_point
+from ffn_zoo.training.lifecycle.injection import FullDiskIO
+from ffn_zoo.training.lifecycle.guards import NonFiniteError, NonFiniteGuard
+from ffn_zoo.training.lifecycle.rng import rng_state, set_rng_state
+from ffn_zoo.training.lifecycle.runs import find_last, resume_point
 from ffn_zoo.nn.ffn import FFNSpec
 from ffn_zoo.nn.model import TransformerLM
-from ffn_zoo.training.build import compose, model_config
-from ffn_zoo.training.lit_module import LitLM
+from ffn_zoo.training.recipe.build import compose, model_config
+from ffn_zoo.training.recipe.module import LitLM
 from tests.helpers import OLD_CKPT, OLD_CKPT_ARGS, train
 
 PACKAGE = Path(__file__).resolve().parents[2] / "ffn_zoo"

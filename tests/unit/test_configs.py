@@ -7,13 +7,13 @@ import lightning as L
 import pytest
 import torch
 
-from ffn_zoo.training.build import CONFIG_DIR, compose, model_config
+from ffn_zoo.training.recipe.build import CONFIG_DIR, compose, model_config
 from ffn_zoo.data import CORPORA, build_corpus
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.errors import ConfigError
-from ffn_zoo.training.optim import build_optimizer
-from ffn_zoo.training.scale import trainer_kwargs
-from ffn_zoo.training.loggers import build_loggers
+from ffn_zoo.training.recipe.optim import build_optimizer
+from ffn_zoo.training.recipe.scale import trainer_kwargs
+from ffn_zoo.training.reporting.loggers import build_loggers
 
 OPTIONS = sorted(
     (p.parent.name, p.stem)

@@ -166,7 +166,7 @@ def test_hf_tokenizer_offline(tmp_path, monkeypatch):
 
 def test_training_run_on_the_mocked_hub_stream(tmp_path, hub):
     """train.run end to end on the streamed path: the stream worker feeds Lightning, val/bpb is logged."""
-    from ffn_zoo.training.build import compose
+    from ffn_zoo.training.recipe.build import compose
     from ffn_zoo.train import run
 
     cfg = compose(["model=tiny", "data=c4", "model.seq_len=16", "data.val_tokens=256", "data.batch_size=4",

@@ -14,7 +14,7 @@ from ffn_zoo.data import build_corpus
 from ffn_zoo.data.datamodule import LMDataModule
 from ffn_zoo.data.pack import blocks_of, pack_stream, scored_targets
 from ffn_zoo.data.tokenizer import EOT, ByteTokenizer, HFTokenizer, train_bpe
-from ffn_zoo.training.lit_module import LitLM
+from ffn_zoo.training.recipe.module import LitLM
 
 TEXTS = ["The quick brown fox jumps over the lazy dog. " * 3, "Zoë's café — naïve façade, 東京 and 😀 emoji.",
          "Line one\nLine two\n\n  indented\ttab", "short"]

@@ -24,8 +24,8 @@ from ffn_zoo.tools.device_check.report import Report, markdown
 from ffn_zoo.tools.device_check.sizes import DRY, GPU, PARTS
 from ffn_zoo.tools.device_check.step import StepCase, StepResult, StepRow, largest_batch, step_ratios
 from ffn_zoo.tools.benchmark import Case, _train_step, build_ours
-from ffn_zoo.training.build import compose, model_config
-from ffn_zoo.training.lit_module import LitLM
+from ffn_zoo.training.recipe.build import compose, model_config
+from ffn_zoo.training.recipe.module import LitLM
 
 SYNCING = ("item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__", "__index__")
 

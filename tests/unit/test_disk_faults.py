@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from ffn_zoo.nn.model import TransformerLM
-from ffn_zoo.training.build import compose, model_config
+from ffn_zoo.training.recipe.build import compose, model_config
 from ffn_zoo.atomic import atomic_write, write_json
-from ffn_zoo.training.checkpoint import load_checkpoint
-from ffn_zoo.training.faults import WriteFailed, record_failure, write_failure
-from ffn_zoo.training.optim import OPTIMIZERS
-from ffn_zoo.training.summary import OPTIMIZER_STATE_COPIES, checkpoint_bytes
+from ffn_zoo.training.lifecycle.checkpoint import load_checkpoint
+from ffn_zoo.training.lifecycle.failures import WriteFailed, record_failure, write_failure
+from ffn_zoo.training.recipe.optim import OPTIMIZERS
+from ffn_zoo.training.reporting.summary import OPTIMIZER_STATE_COPIES, checkpoint_bytes
 from tests.helpers import FAST, train
 
 

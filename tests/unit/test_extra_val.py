@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from ffn_zoo.training.build import compose
+from ffn_zoo.training.recipe.build import compose
 from ffn_zoo.data import build_corpus
 from ffn_zoo.data.extra_val import build_extra_val
 from ffn_zoo.errors import ConfigError, DataError

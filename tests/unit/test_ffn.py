@@ -7,11 +7,11 @@ import torch
 import torch.nn.functional as F
 from omegaconf import OmegaConf
 
-from ffn_zoo import build_ffn
-from ffn_zoo.training.build import CONFIG_DIR, compose, ffn_hidden
+from ffn_zoo import FFNSpec, build_ffn
+from ffn_zoo.training.recipe.build import CONFIG_DIR, compose
 from ffn_zoo.errors import ConfigError, UnknownNameError
 from ffn_zoo.nn.activations import ACTIVATIONS
-from ffn_zoo.nn.ffn import FFN_VARIANTS, DenseFFN, GatedFFN, check_variant_spec, gated_hidden_width, make_ffn
+from ffn_zoo.nn.ffn import FFN_VARIANTS, DenseFFN, GatedFFN, check_variant_spec, hidden_width
 
 YAMLS = sorted((CONFIG_DIR / "ffn").glob("*.yaml"))
 
@@ -44,7 +44,8 @@ def test_variant_from_yaml(path: Path) -> None:
     cfg = compose([f"ffn={path.stem}"]).ffn  # the yaml merged over the shared settings, as train.py sees it
     check_variant_spec(cfg.name, cfg.gated, cfg.activation)  # the yaml says what the name means
     d_model, d_ff = 32, 96
-    ffn = make_ffn(cfg.gated, cfg.activation, d_model, ffn_hidden(cfg, d_ff), bias=True).double()
+    hidden = hidden_width(d_ff, gated=cfg.gated, match_params=cfg.match_params, multiple_of=cfg.multiple_of)
+    ffn = build_ffn(FFNSpec(cfg.gated, cfg.activation, hidden, bias=True), d_model).double()
     x = torch.randn(3, 5, d_model, dtype=torch.float64)
     y = ffn(x)
     assert y.shape == x.shape
@@ -67,7 +68,7 @@ def test_variant_from_yaml(path: Path) -> None:
 def test_gate_and_value_are_not_swapped() -> None:
     """ReLU applies to W_gate·x and W_up·x stays linear: with a gate pre-activation of +1 and a value of -2
     the output is relu(1)·(-2) = -2 per unit; the activation on the value instead would give relu(-2)·1 = 0."""
-    ffn = make_ffn(True, "relu", 4, 4)
+    ffn = build_ffn(FFNSpec(True, "relu", 4), d_model=4)
     with torch.no_grad():
         ffn.w_gate.weight.copy_(torch.eye(4))
         ffn.w_up.weight.copy_(-2 * torch.eye(4))
@@ -77,26 +78,34 @@ def test_gate_and_value_are_not_swapped() -> None:
 
 @pytest.mark.parametrize("name", ["relu", "gelu", "silu", "glu", "bilinear", "reglu", "geglu", "swiglu"])
 def test_bert_base_ffn_weights_are_matched(name: str) -> None:
-    ffn = build_ffn(name, d_model=768, d_ff=3072)
+    ffn = build_ffn(FFNSpec.variant(name, d_ff=3072), d_model=768)
     assert sum(p.numel() for p in ffn.parameters()) == 4_718_592
     assert ffn.hidden == (2048 if FFN_VARIANTS[name].gated else 3072)
 
 
 def test_match_params_false_keeps_full_width() -> None:
-    ffn = build_ffn("geglu", d_model=768, d_ff=3072, match_params=False)
+    ffn = build_ffn(FFNSpec.variant("geglu", d_ff=3072, match_params=False), d_model=768)
     assert ffn.hidden == 3072
     assert sum(p.numel() for p in ffn.parameters()) == 3 * 768 * 3072
 
 
 def test_bias_on_by_setting() -> None:
-    ffn = build_ffn("swiglu", 768, 3072, bias=True)
+    ffn = build_ffn(FFNSpec.variant("swiglu", 3072, bias=True), 768)
     assert sum(p.numel() for p in ffn.parameters()) == 4_718_592 + 2 * 2048 + 768
 
 
 @pytest.mark.parametrize("d_ff, multiple_of, expected", [(3072, 8, 2048), (1024, 8, 680), (256, 8, 168),
                                                          (1024, 64, 704), (4096, 8, 2728)])
-def test_gated_hidden_width(d_ff: int, multiple_of: int, expected: int) -> None:
-    assert gated_hidden_width(d_ff, multiple_of) == expected
+def test_hidden_width(d_ff: int, multiple_of: int, expected: int) -> None:
+    """The one place the 2/3 rule lives: gated and parameter-matched shrink, everything else keeps d_ff."""
+    assert hidden_width(d_ff, gated=True, multiple_of=multiple_of) == expected
+    assert hidden_width(d_ff, gated=True, match_params=False, multiple_of=multiple_of) == d_ff
+    assert hidden_width(d_ff, gated=False, multiple_of=multiple_of) == d_ff
+
+
+def test_an_unknown_activation_is_refused_by_the_constructor() -> None:
+    with pytest.raises(UnknownNameError, match="activation 'elo'"):
+        build_ffn(FFNSpec(True, "elo", 8), d_model=4)
 
 
 def test_swiglu_cannot_silently_mean_silu() -> None:
@@ -115,4 +124,4 @@ def test_a_typo_in_a_variant_activation_is_an_unknown_activation() -> None:
 
 def test_unknown_variant_lists_valid() -> None:
     with pytest.raises(UnknownNameError, match="geglu.*swiglu|swiglu"):
-        build_ffn("swishglu", 768, 3072)
+        FFNSpec.variant("swishglu", 3072)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from ffn_zoo.training.build import compose
-from ffn_zoo.training.runs import flatten_dict
-from ffn_zoo.training.hparams import FINAL_METRICS, experiment_hparams, swept_hparams
+from ffn_zoo.training.recipe.build import compose
+from ffn_zoo.training.lifecycle.runs import flatten_dict
+from ffn_zoo.training.reporting.hparams import FINAL_METRICS, experiment_hparams, swept_hparams
 
 MACHINERY = ("checkpoint.", "debug.", "faults.", "instruments.", "ckpt_path", "log_dir", "logger.", "hydra.",
              "impl.threads", "impl.num_workers", "impl.compile", "trainer.enable_progress_bar", "optim.fused")
@@ -49,7 +49,7 @@ def test_tensorboard_orders_columns_swept_first(tmp_path: Path) -> None:
     from tensorboard.plugins.hparams import backend_context, metadata
     from torch.utils.tensorboard import SummaryWriter
 
-    from ffn_zoo.training.tb_views import write_hparams
+    from ffn_zoo.training.reporting.tb_views import write_hparams
 
     for seed in (0, 1):
         hp = experiment_hparams(flat("ffn=geglu", f"seed={seed}"), swept=["seed", "ffn"])
@@ -75,7 +75,7 @@ def test_final_metrics_are_logged_tags() -> None:
 
 @pytest.mark.parametrize("tokens_per_s, text", [(3900, "3.9k tok/s"), (12345, "12k tok/s"), (2.5e6, "2.5M tok/s")])
 def test_validation_line(tokens_per_s: float, text: str) -> None:
-    from ffn_zoo.training.progress import validation_line
+    from ffn_zoo.training.reporting.progress import validation_line
 
     line = validation_line(120, 240, {"val/loss": 6.3149, "val/ppl": 552.4}, tokens_per_s, elapsed=120.0,
                            steps_done=120)
@@ -87,7 +87,7 @@ def test_validation_line(tokens_per_s: float, text: str) -> None:
 def test_lightning_lines_the_banner_already_says_are_dropped_and_the_rest_kept() -> None:
     import logging
 
-    from ffn_zoo.training.progress import _DropRedundant
+    from ffn_zoo.training.reporting.progress import _DropRedundant
 
     keep = _DropRedundant().filter
     record = lambda msg: logging.LogRecord("lightning", logging.INFO, __file__, 1, msg, None, None)  # noqa: E731

@@ -8,8 +8,8 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from ffn_zoo.training.build import compose
-from ffn_zoo.training.instruments import ACT, ActivationStats, act_tag, dead_units, elementwise_derivative
+from ffn_zoo.training.recipe.build import compose
+from ffn_zoo.training.reporting.instruments import ACT, ActivationStats, act_tag, dead_units, elementwise_derivative
 from ffn_zoo.nn.activations import ACTIVATIONS, get_activation
 from ffn_zoo.nn.ffn import FFNSpec
 from ffn_zoo.nn.model import ModelConfig, TransformerLM

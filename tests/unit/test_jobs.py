@@ -1,12 +1,12 @@
-"""A sweep job's threads (impl.threads=auto, ffn_zoo/training/jobs.py) and the parallel launcher's override rule."""
+"""A sweep job's threads (impl.threads=auto, ffn_zoo/training/lifecycle/jobs.py) and the parallel launcher's override rule."""
 
 from __future__ import annotations
 
 import pytest
 
 from ffn_zoo.errors import ConfigError
-from ffn_zoo.training.jobs import cores, job_threads, side_by_side, threads_note
-from ffn_zoo.training.parallel import with_auto_threads
+from ffn_zoo.training.lifecycle.jobs import cores, job_threads, side_by_side, threads_note
+from ffn_zoo.training.lifecycle.parallel import with_auto_threads
 
 
 def test_auto_is_all_cores_outside_a_parallel_sweep() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from ffn_zoo.errors import ConfigError, FFNZooError
-from ffn_zoo.training.build import compose
-from ffn_zoo.training.optim import lr_multiplier, lr_schedule
-from ffn_zoo.training.ladder_plan import parse_tokens, plan_of
+from ffn_zoo.training.recipe.build import compose
+from ffn_zoo.training.recipe.optim import lr_multiplier, lr_schedule
+from ffn_zoo.training.ladder.plan import parse_tokens, plan_of
 from tests.helpers import run_train, tiny
 
 
@@ -118,8 +118,8 @@ def test_a_bool_or_a_fraction_of_a_token_is_refused() -> None:
 
 def test_last_continues_the_ladder_in_its_own_fixed_folder(tmp_path):
     """A requeued sweep job (fixed hydra.sweep.dir, ckpt_path=last) continues the ladder already in its folder."""
-    from ffn_zoo.training.ladder import MANIFEST
-    from ffn_zoo.training.runs import resume_point
+    from ffn_zoo.training.ladder.run import MANIFEST
+    from ffn_zoo.training.lifecycle.runs import resume_point
 
     (tmp_path / MANIFEST).write_text("{}")
     assert resume_point("last", tmp_path / "elsewhere", tmp_path, marker=MANIFEST) == tmp_path / MANIFEST
@@ -140,7 +140,7 @@ GROW = [  # (the ladder's budgets, this command's, the budgets added or the refu
 def test_a_continued_ladder_may_add_larger_budgets_only(saved: str, budgets: str, expected, tmp_path: Path) -> None:
     """The trunk continues from its last branch point; a budget branching inside the trained trunk, or a dropped
     one, is one line. (tests/smoke/test_ladder.py: a grown ladder equals the ladder planned whole, bitwise.)"""
-    from ffn_zoo.training.ladder import _open
+    from ffn_zoo.training.ladder.run import _open
 
     def cfg(b: str):
         return compose(["model=tiny", "data.batch_size=16", "optim.schedule=wsd", "optim.warmup=2",
@@ -157,7 +157,7 @@ def test_a_continued_ladder_may_add_larger_budgets_only(saved: str, budgets: str
 
 
 def test_a_continued_ladder_keeps_its_warmup(tmp_path: Path) -> None:
-    from ffn_zoo.training.ladder import _open
+    from ffn_zoo.training.ladder.run import _open
 
     def cfg(*o: str):
         return compose(["model=tiny", "data.batch_size=16", "optim.schedule=wsd", "trainer.max_steps=40", *o])
@@ -182,7 +182,7 @@ MLM_GROW = [
 def test_a_continued_ladder_keeps_its_objective_and_masks(first: list, again: list, message: str, tmp_path: Path) -> None:
     """Growing a causal ladder as MLM, or an MLM ladder with other masks (the validation masks every budget is
     scored on), is one line; the grown budgets would not be comparable with the ones kept."""
-    from ffn_zoo.training.ladder import _open
+    from ffn_zoo.training.ladder.run import _open
 
     def cfg(*o: str):
         return compose(["model=tiny", "data.batch_size=16", "optim.schedule=wsd", "optim.warmup=2",
@@ -196,7 +196,7 @@ def test_a_continued_ladder_keeps_its_objective_and_masks(first: list, again: li
 
 def test_a_causal_ladder_from_before_objectives_were_recorded_still_grows(tmp_path: Path) -> None:
     """Manifests written before MLM ladders have no ``objective`` in their settings: they are causal ladders."""
-    from ffn_zoo.training.ladder import MANIFEST, _open
+    from ffn_zoo.training.ladder.run import MANIFEST, _open
 
     def cfg(b: str):
         return compose(["model=tiny", "data.batch_size=16", "optim.schedule=wsd", "optim.warmup=2",

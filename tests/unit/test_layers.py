@@ -115,10 +115,10 @@ def test_analysis_loads_without_lightning() -> None:
 
 def test_resume_lookup_loads_without_the_training_stack() -> None:
     """runs.py (run-folder names, what ``ckpt_path`` resumes) and the JSON writes are read by tools too."""
-    assert loaded_after("import ffn_zoo.training.runs, ffn_zoo.atomic", ("torch", *HEAVY)) == []
+    assert loaded_after("import ffn_zoo.training.lifecycle.runs, ffn_zoo.atomic", ("torch", *HEAVY)) == []
 
 
 def test_fault_injection_is_wired_only_where_the_debug_keys_are_read() -> None:
-    """``training/debug.py`` (test-only faults, ``debug.*``) is imported by the fault callbacks' module alone."""
-    users = sorted(m for m, targets in internal_graph().items() if "ffn_zoo.training.debug" in targets)
-    assert users == ["ffn_zoo.training.faults"]
+    """``training/lifecycle/injection.py`` (test-only faults, ``debug.*``) is imported by the guards alone."""
+    users = sorted(m for m, targets in internal_graph().items() if "ffn_zoo.training.lifecycle.injection" in targets)
+    assert users == ["ffn_zoo.training.lifecycle.guards"]

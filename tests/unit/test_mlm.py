@@ -6,13 +6,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ffn_zoo.training.build import compose
+from ffn_zoo.training.recipe.build import compose
 from ffn_zoo.data.types import Corpus
 from ffn_zoo.errors import ConfigError, UnknownNameError
-from ffn_zoo.training.lit_module import LitLM
+from ffn_zoo.training.recipe.module import LitLM
 from ffn_zoo.nn.ffn import FFNSpec
 from ffn_zoo.nn.model import ModelConfig, TransformerLM
-from ffn_zoo.training.objectives import IGNORE_INDEX, Objective, fixed_masks, mask_tokens, model_vocab_size, prepare_objective
+from ffn_zoo.training.recipe.objectives import IGNORE_INDEX, Objective, fixed_masks, mask_tokens, model_vocab_size, prepare_objective
 
 V = 1000  # corpus vocabulary; [MASK] is id V
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from ffn_zoo import build_model
-from ffn_zoo.training.build import compose, model_config
+from ffn_zoo.training.recipe.build import compose, model_config
 from ffn_zoo.errors import ConfigError
 from ffn_zoo.nn.ffn import FFNSpec
 from ffn_zoo.nn.model import ModelConfig, TransformerLM

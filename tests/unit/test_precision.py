@@ -9,8 +9,8 @@ import pytest
 
 from ffn_zoo.analysis.compare.runs import group_runs, load_run
 from ffn_zoo.errors import ConfigError
-from ffn_zoo.training import precision as prec
-from ffn_zoo.training.build import compose, validate_config
+from ffn_zoo.training.recipe import precision as prec
+from ffn_zoo.training.recipe.build import compose, validate_config
 from tests.helpers import make_run
 
 

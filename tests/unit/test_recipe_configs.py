@@ -3,8 +3,8 @@ so `experiment=X optim=Y` runs Y at Y's own settings, and the presets compose th
 
 import pytest
 
-from ffn_zoo.training.build import CONFIG_DIR, compose
-from ffn_zoo.training.optim import describe_optim
+from ffn_zoo.training.recipe.build import CONFIG_DIR, compose
+from ffn_zoo.training.recipe.optim import describe_optim
 
 PRESETS = sorted(p.stem for p in (CONFIG_DIR / "experiment").glob("*.yaml"))
 OPTIMIZERS = sorted(p.stem for p in (CONFIG_DIR / "optim").glob("*.yaml"))
@@ -59,8 +59,8 @@ def test_the_recipe_ladder_shares_the_headline_ladders_default_branches() -> Non
     from omegaconf import OmegaConf
 
     from ffn_zoo.analysis.compare.runs import experiment_key, flatten
-    from ffn_zoo.training.ladder import _with, piece_changes
-    from ffn_zoo.training.ladder_plan import plan_of
+    from ffn_zoo.training.ladder.run import _with, piece_changes
+    from ffn_zoo.training.ladder.plan import plan_of
 
     def branches(overrides: list[str]) -> dict[int, tuple]:
         cfg = compose(overrides)

@@ -7,10 +7,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from ffn_zoo.training.build import config_dir
+from ffn_zoo.training.recipe.build import config_dir
 from ffn_zoo.errors import ConfigError
 from ffn_zoo.nn.model import Block
-from ffn_zoo.training.scale import build_strategy, trainer_kwargs
+from ffn_zoo.training.recipe.scale import build_strategy, trainer_kwargs
 
 
 def _compose(overrides: list[str]):

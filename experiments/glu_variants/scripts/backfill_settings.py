@@ -24,10 +24,10 @@ from omegaconf import OmegaConf, open_dict
 
 from ffn_zoo.analysis.compare.ladder import ladder_settings
 from ffn_zoo.analysis.compare.runs import Run
-from ffn_zoo.training.build import config_dir
-from ffn_zoo.training.ladder import piece_changes
-from ffn_zoo.training.ladder_plan import plan_of
-from ffn_zoo.training.runs import flatten_dict
+from ffn_zoo.training.recipe.build import config_dir
+from ffn_zoo.training.ladder.run import piece_changes
+from ffn_zoo.training.ladder.plan import plan_of
+from ffn_zoo.training.lifecycle.runs import flatten_dict
 
 
 def composed(overrides: list[str]) -> dict:

@@ -4,7 +4,7 @@
     stats   Welch-t and paired-by-seed intervals, the rows, Δ over training
     tables  Markdown and CSV (plus one table per extra held-out set, data.extra_val)
     plots   PNGs and the TensorBoard custom-scalars layout
-    ladder  budget ladders (ffn_zoo/training/ladder.py): a table per budget, Δ against the budget, its trend
+    ladder  budget ladders (ffn_zoo/training/ladder/run.py): a table per budget, Δ against the budget, its trend
             (trend.py), the effective compute multiplier (multiplier.py), the Markdown and plot (ladder_text.py),
             and ladders of several widths set against the width (axis.py)
     reports a committed ladder comparison (its ladder.json) read back as its branch runs, to pool with run folders

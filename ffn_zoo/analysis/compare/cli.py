@@ -127,7 +127,7 @@ def compare(paths: Sequence[str | Path], out: Path | None = None, baseline: str 
 def only_budgets(runs: list[Run], budgets: Sequence[str | int]) -> list[Run]:
     """The ladder branches at the given budgets (``0.25Mi``, ``1M``, 262144), so ladders of several settings are
     fitted over one range; every other branch is left out. A budget no ladder has is a mistake: one line."""
-    from ffn_zoo.training.ladder_plan import parse_tokens  # pure arithmetic; only --budgets needs it
+    from ffn_zoo.training.ladder.plan import parse_tokens  # pure arithmetic; only --budgets needs it
 
     wanted = {parse_tokens(b, "--budgets") for b in budgets}
     branches = [r for r in runs if r.metrics.get("ladder_role") == "branch"]

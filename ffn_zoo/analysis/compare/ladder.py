@@ -1,4 +1,4 @@
-"""Compare budget ladders (``ffn_zoo/training/ladder.py``): per budget the variant table with compare's Welch and
+"""Compare budget ladders (``ffn_zoo/training/ladder/run.py``): per budget the variant table with compare's Welch and
 paired intervals, Δ against the baseline as a function of the budget, and a trend of Δ against log10(tokens)
 with where it crosses 0.
 

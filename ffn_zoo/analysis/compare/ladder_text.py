@@ -109,7 +109,7 @@ def report_text(sets: dict[str | None, tuple[list, list, list]], warnings: Seque
             parts.append(axis_text[name])
     table = sets[None][0]
     parts.append("Each budget is a WSD cooldown branched from a constant-lr trunk, equal to a plain WSD run of that "
-                 "length (ffn_zoo/training/ladder.py). Δ of means = mean val/loss − baseline's (nats/token), Welch t "
+                 "length (ffn_zoo/training/ladder/run.py). Δ of means = mean val/loss − baseline's (nats/token), Welch t "
                  "interval over all seeds; paired Δ = mean of the per-seed differences over the seeds both have, its t "
                  "interval and the number of pairs; * = excludes 0. Worth × tokens = the effective compute "
                  "multiplier: the tokens the baseline needs to reach the variant's loss, read off the baseline's own "

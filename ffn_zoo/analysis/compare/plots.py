@@ -128,7 +128,7 @@ def write_tensorboard_layout(root: Path, run_dirs: Sequence[Path]) -> Path:
     """
     from torch.utils.tensorboard import SummaryWriter
 
-    from ffn_zoo.training.tb_views import write_custom_scalars
+    from ffn_zoo.training.reporting.tb_views import write_custom_scalars
 
     target = run_dirs[0]
     for old in [*root.glob(f"events.out.tfevents.*{LAYOUT_SUFFIX}"), *target.glob(f"events.out.tfevents.*{LAYOUT_SUFFIX}")]:

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ffn_zoo.errors import DataError
-from ffn_zoo.training.runs import flatten_dict as flatten  # the same dotted keys train.py logs as HParams
+from ffn_zoo.training.lifecycle.runs import flatten_dict as flatten  # the same dotted keys train.py logs as HParams
 
 # Config keys that do not define an experiment: the seed (what we average over), paths (the token cache too: each
 # machine keeps its own, FFNZOO_CACHE), logging, checkpointing, instruments, and the impl group (how fast, not
@@ -75,7 +75,7 @@ def is_run_dir(path: Path) -> bool:
 
 
 def is_ladder_root(path: Path) -> bool:
-    """A budget ladder's folder (ffn_zoo/training/ladder.py): its runs are the trunk and branches inside it."""
+    """A budget ladder's folder (ffn_zoo/training/ladder/run.py): its runs are the trunk and branches inside it."""
     return (path / "ladder.json").is_file()
 
 

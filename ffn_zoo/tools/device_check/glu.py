@@ -93,7 +93,7 @@ def rung_steps(s: Sizes, n: int) -> list[int]:
 
 def ladder_steps(steps: list[int], optim: Any, tokens_per_step: int) -> int:
     """Steps one ladder trains for these rungs: its trunk plus every cooldown (ladder_plan's arithmetic)."""
-    from ffn_zoo.training.ladder_plan import plan_ladder
+    from ffn_zoo.training.ladder.plan import plan_ladder
 
     return plan_ladder([n * tokens_per_step for n in steps], optim, tokens_per_step, max(steps)).steps_trained
 
@@ -127,7 +127,7 @@ def run_prep(p: Part[PrepResult]) -> None:
     from omegaconf import OmegaConf
 
     from ffn_zoo.data import build_corpus
-    from ffn_zoo.training.build import compose
+    from ffn_zoo.training.recipe.build import compose
 
     t0 = time.perf_counter()
     cfg = compose(glu_base(p.sizes, p.data, p.work / "glu"))
@@ -154,7 +154,7 @@ def pack_results(root: Path, ladders: list[str], out: Path) -> Path:
 
 def run(p: Part[GluResult]) -> None:
     from ffn_zoo.analysis.compare import compare
-    from ffn_zoo.training.build import compose
+    from ffn_zoo.training.recipe.build import compose
 
     s, r = p.sizes, p.result
     root = p.work / "glu"

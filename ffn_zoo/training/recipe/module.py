@@ -13,8 +13,8 @@ from lightning.pytorch.plugins.precision import MixedPrecision
 from torch.optim.lr_scheduler import LambdaLR
 
 from ffn_zoo.nn.model import TransformerLM
-from ffn_zoo.training.objectives import IGNORE_INDEX, Objective
-from ffn_zoo.training.optim import build_optimizer, lr_schedule
+from ffn_zoo.training.recipe.objectives import IGNORE_INDEX, Objective
+from ffn_zoo.training.recipe.optim import build_optimizer, lr_schedule
 
 
 class LitLM(L.LightningModule):

@@ -17,11 +17,11 @@ from ffn_zoo.nn.ffn import FFN_VARIANTS, FFNVariant
 from ffn_zoo.nn.flops import gemm_peak_flops, training_flops_per_token
 from ffn_zoo.nn.model import INITS, TransformerLM
 from ffn_zoo.atomic import write_json
-from ffn_zoo.training.jobs import threads_note
-from ffn_zoo.training.lit_module import LitLM
-from ffn_zoo.training.optim import describe_optim
-from ffn_zoo.training.precision import BF16_ON_CPU, bf16_support, cpu_flags, precision_used
-from ffn_zoo.training.runs import CKPT_DIR
+from ffn_zoo.training.lifecycle.jobs import threads_note
+from ffn_zoo.training.recipe.module import LitLM
+from ffn_zoo.training.recipe.optim import describe_optim
+from ffn_zoo.training.recipe.precision import BF16_ON_CPU, bf16_support, cpu_flags, precision_used
+from ffn_zoo.training.lifecycle.runs import CKPT_DIR
 
 
 def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: str, precision: str) -> list[str]:
@@ -29,7 +29,7 @@ def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: st
     mc = model.cfg
     variant = FFN_VARIANTS.get(cfg.ffn.name, FFNVariant(cfg.ffn.gated, cfg.ffn.activation, "custom"))
     width = f"{mc.ffn.hidden}" + (
-        f" (parameter-matched to dense {cfg.model.d_ff})" if mc.ffn.gated and cfg.ffn.match_params else ""
+        f" (parameter-matched to dense {cfg.model.d_ff})" if mc.ffn.hidden != cfg.model.d_ff else ""
     )
     return [
         f"ffn      {cfg.ffn.name}: {variant.form}, FFN(x) = {variant.formula()}  [{variant.paper}]",

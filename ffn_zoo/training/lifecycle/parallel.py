@@ -4,7 +4,7 @@ Built on joblib's loky process pool (the launcher class lives in hydra_plugins/f
 looks for launchers), which runs at most n_jobs at once and starts the next job as one ends. What this adds, so
 a parallel sweep behaves as the serial one:
 
-- each job gets ``impl.threads=auto`` (unless the sweep sets it): cores ÷ n_jobs (ffn_zoo/training/jobs.py);
+- each job gets ``impl.threads=auto`` (unless the sweep sets it): cores ÷ n_jobs (ffn_zoo/training/lifecycle/jobs.py);
 - each job's console goes to ``<run folder>/console.log``; the terminal gets one line per finished or failed job;
 - a failed job is recorded in its folder (train.py's JobFailures, in the worker) and the others go on; the sweep's
   process exits non-zero at the end (``failed_in_workers``);
@@ -33,8 +33,8 @@ from hydra.types import HydraContext, TaskFunction
 from joblib import Parallel, delayed
 from omegaconf import DictConfig, open_dict
 
-from ffn_zoo.training.jobs import cores, record_failed, side_by_side
-from ffn_zoo.training.runs import register_resolvers
+from ffn_zoo.training.lifecycle.jobs import cores, record_failed, side_by_side
+from ffn_zoo.training.lifecycle.runs import register_resolvers
 
 log = logging.getLogger(__name__)
 

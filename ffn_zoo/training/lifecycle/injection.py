@@ -1,5 +1,5 @@
 """Fault injection for the tests (``debug.*`` in configs/train.yaml): a NaN output, a crash, a SIGKILL, a full
-disk, each at a chosen step or write. Wired by ``faults.reliability_callbacks``; never set in a research run."""
+disk, each at a chosen step or write. Wired by ``guards.build_guards``; never set in a research run."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import lightning as L
 import torch
 
 from ffn_zoo.atomic import atomic_write
-from ffn_zoo.training.checkpoint import DirectCheckpointIO
+from ffn_zoo.training.lifecycle.checkpoint import DirectCheckpointIO
 
 
 class FullDisk:

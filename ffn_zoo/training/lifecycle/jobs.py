@@ -1,7 +1,7 @@
 """A sweep job's share of the machine (``impl.threads=auto``), and the jobs that failed in worker processes.
 
-``hydra/launcher=parallel`` (ffn_zoo/training/parallel.py) runs ``hydra.launcher.n_jobs`` jobs side by side; each
-job's ``impl.threads=auto`` is then this machine's cores ÷ n_jobs, so together they fill it without oversubscribing.
+``hydra/launcher=parallel`` (``parallel.py``) runs ``hydra.launcher.n_jobs`` jobs side by side; each job's
+``impl.threads=auto`` is then this machine's cores ÷ n_jobs, so together they fill it without oversubscribing.
 Serially (Hydra's basic launcher, a single run) ``auto`` is all the cores. No joblib here: train.py imports this.
 """
 

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 from omegaconf import DictConfig
 
 from ffn_zoo.errors import ConfigError
-from ffn_zoo.training.optim import decay_steps_of, warmup_steps_of
+from ffn_zoo.training.recipe.optim import decay_steps_of, warmup_steps_of
 
 # k, M, G: 10^3, 10^6, 10^9 tokens; Ki, Mi, Gi: 2^10, 2^20, 2^30 (0.25Mi = 64 steps of 32 × 128 tokens)
 UNITS = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}

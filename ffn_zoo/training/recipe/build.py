@@ -13,13 +13,13 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ffn_zoo.errors import ConfigError, require_positive
-from ffn_zoo.nn.ffn import FFNSpec, check_variant_spec, gated_hidden_width
+from ffn_zoo.nn.ffn import FFNSpec, check_variant_spec, hidden_width
 from ffn_zoo.nn.model import ModelConfig, TransformerLM
-from ffn_zoo.training.optim import lr_schedule
-from ffn_zoo.training.precision import check_precision
-from ffn_zoo.training.runs import register_resolvers
+from ffn_zoo.training.recipe.optim import lr_schedule
+from ffn_zoo.training.recipe.precision import check_precision
+from ffn_zoo.training.lifecycle.runs import register_resolvers
 
-PACKAGE = Path(__file__).resolve().parents[1]
+PACKAGE = Path(__file__).resolve().parents[2]  # ffn_zoo/
 # where configs/ is: shipped inside an installed package (pyproject maps configs/ to ffn_zoo/configs), or at
 # the top of a source checkout (an editable install, a worktree on PYTHONPATH)
 CONFIG_DIRS = (PACKAGE / "configs", PACKAGE.parent / "configs")
@@ -50,13 +50,6 @@ def validate_config(cfg: DictConfig) -> None:
     check_precision(cfg.impl.precision)
 
 
-def ffn_hidden(ffn: Any, d_ff: int) -> int:
-    """The FFN's final hidden width from the ffn config and the model's dense width."""
-    if ffn.gated and ffn.match_params:
-        return gated_hidden_width(d_ff, ffn.multiple_of)
-    return d_ff
-
-
 def model_config(cfg: DictConfig, vocab_size: int | None = None) -> ModelConfig:
     """ModelConfig from the ``model`` and ``ffn`` groups; ``vocab_size`` comes from the corpus unless set."""
     m, f = cfg.model, cfg.ffn
@@ -73,7 +66,8 @@ def model_config(cfg: DictConfig, vocab_size: int | None = None) -> ModelConfig:
         vocab_size=int(vocab), seq_len=m.seq_len, d_model=m.d_model, n_layers=m.n_layers, n_heads=m.n_heads,
         norm=m.norm, dropout=m.dropout, bias=m.bias, causal=cfg.objective != "mlm",
         init=m.init, init_std=m.init_std, residual_std=m.residual_std,
-        ffn=FFNSpec(f.gated, f.activation, ffn_hidden(f, m.d_ff), bias=f.bias, dropout=f.dropout),
+        ffn=FFNSpec(f.gated, f.activation, hidden_width(m.d_ff, gated=f.gated, match_params=f.match_params,
+                                                        multiple_of=f.multiple_of), bias=f.bias, dropout=f.dropout),
     )
 
 

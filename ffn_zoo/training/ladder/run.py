@@ -8,14 +8,14 @@ branch decays the lr over B's last round(optim.decay_fraction × steps) steps an
 the largest budget plus the other budgets' cooldowns, instead of the sum of the budgets.
 
 Why a branch equals the plain run:
-- the lr: before its cooldown a WSD schedule *is* the constant one (``ffn_zoo.training.optim.lr_multiplier``). The
+- the lr: before its cooldown a WSD schedule *is* the constant one (``recipe/optim.py``, ``lr_multiplier``). The
   warm-up must not depend on the budget, so ``optim.warmup`` counts steps, or is a fraction of the *smallest* budget
   (that rung is then the default plain run). After the restore a branch sets the lr from its own schedule
   (:class:`BranchSchedule`): the checkpoint holds the trunk's constant lr.
 - the data: batch k is a function of (seed, k) alone (``StepSampler``, the stream), not of trainer.max_steps;
 - the training RNG stream (dropout), optimizer moments and loop counters come from the checkpoint
-  (``ffn_zoo.training.checkpoint``); validation runs every trainer.val_check_interval steps and at the end, as in any
-  run, and draws nothing from the training stream.
+  (``lifecycle/checkpoint.py``); validation runs every trainer.val_check_interval steps and at the end, as in any run,
+  and draws nothing from the training stream.
 
 Layout of ``<run>/`` (the Hydra job folder):
     ladder.json        the plan (budgets -> steps, warm-up, cooldowns); marks the folder as a ladder
@@ -43,9 +43,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from ffn_zoo.atomic import atomic_write, write_json
 from ffn_zoo.errors import CheckpointError
-from ffn_zoo.training.checkpoint import MUST_MATCH, Checkpointing, first_difference, load_checkpoint
-from ffn_zoo.training.ladder_plan import Plan, Rung, describe_plan, plan_of
-from ffn_zoo.training.runs import CKPT_DIR, resume_point
+from ffn_zoo.training.lifecycle.checkpoint import MUST_MATCH, Checkpointing, first_difference, load_checkpoint
+from ffn_zoo.training.ladder.plan import Plan, Rung, describe_plan, plan_of
+from ffn_zoo.training.lifecycle.runs import CKPT_DIR, resume_point
 
 MANIFEST = "ladder.json"
 TRUNK = "trunk"

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from ffn_zoo.errors import ConfigError, UnknownNameError
-from ffn_zoo.training.hparams import experiment_hparams, ladder_hparams, metric_tags, swept_hparams
-from ffn_zoo.training.runs import SWEPT_KEYS_ENV, flatten_dict
-from ffn_zoo.training.tb_views import write_custom_scalars, write_hparams
+from ffn_zoo.training.reporting.hparams import experiment_hparams, ladder_hparams, metric_tags, swept_hparams
+from ffn_zoo.training.lifecycle.runs import SWEPT_KEYS_ENV, flatten_dict
+from ffn_zoo.training.reporting.tb_views import write_custom_scalars, write_hparams
 
 
 def without_epoch(cls: type[Logger]) -> type[Logger]:
@@ -73,12 +73,14 @@ def write_layouts(loggers: list[Logger]) -> None:
             write_custom_scalars(logger.experiment)
 
 
-def log_hparams(loggers: list[Logger], cfg: DictConfig, metrics: dict[str, Any], last_val: dict[str, float]) -> None:
-    """What defines the experiment (``hparams.py``; swept keys first) with the final metrics: every logger gets
-    the same names; TensorBoard's HParams tab shows them as columns side by side."""
+def log_hparams(loggers: list[Logger], config: dict[str, Any], metrics: dict[str, Any],
+                last_val: dict[str, float]) -> None:
+    """What defines the experiment, picked from ``config`` (the run's resolved config; ``hparams.py``, swept keys
+    first), with the final metrics: every logger gets the same names; TensorBoard's HParams tab shows them as
+    columns side by side."""
     swept = [k for k in os.environ.get(SWEPT_KEYS_ENV, "").split(",") if k]
     ladder = ladder_hparams(metrics)  # a ladder's trunk or branch: its role and budget, first like a swept key
-    params = {**ladder, **experiment_hparams(flatten_dict(OmegaConf.to_container(cfg, resolve=True)), swept)}
+    params = {**ladder, **experiment_hparams(flatten_dict(config), swept)}
     finals = {"train/mean_tokens_per_s": metrics["train_tokens_per_s"]} if metrics["train_tokens_per_s"] else {}
     tags = metric_tags(last_val, finals)
     for logger in loggers:
