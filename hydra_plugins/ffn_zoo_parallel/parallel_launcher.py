@@ -1,9 +1,9 @@
-"""``hydra/launcher=parallel`` (configs/hydra/launcher/parallel.yaml): a sweep's jobs side by side in a joblib
-process pool, with ffn-zoo's job rules (ffn_zoo/training/lifecycle/parallel.py).
+"""``hydra/launcher=parallel`` (configs/hydra/launcher/parallel.yaml): a sweep's jobs side by side, a process
+each, with ffn-zoo's job rules (ffn_zoo/training/lifecycle/parallel.py).
 
-Hydra imports every module under ``hydra_plugins`` at start-up, so this one imports nothing beyond Hydra's core:
-joblib is loaded when a sweep launches. It needs no hydra-joblib-launcher (whose JoblibLauncher only stored what
-this class stores), so a machine without that package, such as the GPU image, trains and sweeps all the same.
+Hydra imports every module under ``hydra_plugins`` at start-up, so this one imports nothing beyond Hydra's core;
+the launch code is loaded when a sweep launches. It needs no other package (no hydra-joblib-launcher, no joblib), so
+a machine without them, such as the GPU image, trains and sweeps all the same.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class ParallelLauncher(Launcher):
         self.config: DictConfig | None = None
         self.task_function: TaskFunction | None = None
         self.hydra_context: HydraContext | None = None
-        self.joblib = kwargs  # the launcher config's fields (n_jobs), as joblib.Parallel's settings
+        self.settings = kwargs  # the launcher config's fields (n_jobs)
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config, self.task_function, self.hydra_context = config, task_function, hydra_context

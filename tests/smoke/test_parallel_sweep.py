@@ -1,5 +1,7 @@
 """hydra/launcher=parallel on model=tiny: the same results as the serial sweep at the same per-job threads, bitwise;
-a failed job is recorded and the other goes on; SIGTERM stops every job with its last.ckpt written; ladders run."""
+a failed job is recorded and the other goes on; a job killed outright (SIGKILL) is recorded with its resume command
+while the other finishes, and the same sweep with ckpt_path=last trains only what is missing; SIGTERM stops every
+job with its last.ckpt written; ladders run."""
 
 from __future__ import annotations
 
@@ -67,6 +69,58 @@ def test_a_failed_job_is_recorded_and_the_other_goes_on(tmp_path: Path) -> None:
     line = next(ln for ln in proc.stdout.splitlines() if "debug.crash_at_step=2" in ln and ln.startswith("job "))
     assert " failed " in line and "injected crash at step 2" in line
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def process_writing(console: Path) -> int | None:
+    """The pid of the process whose stdout is ``console`` (a job's console.log), from /proc."""
+    for fd in Path("/proc").glob("[0-9]*/fd/1"):
+        try:
+            if Path(os.readlink(fd)) == console:
+                return int(fd.parts[2])
+        except OSError:
+            continue
+    return None
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd/1").exists(), reason="finds the job's process in /proc")
+def test_a_job_killed_outright_is_recorded_and_a_rerun_trains_only_what_is_missing(tmp_path: Path) -> None:
+    args = tiny("trainer.max_steps=400", "trainer.val_check_interval=100", "checkpoint.every_n_steps=5",
+                "data.train_tokens=16384", "data.val_tokens=2048", "data.batch_size=8")
+    sweep = ["-m", f"log_dir={tmp_path}", f"hydra.sweep.dir={tmp_path / 'sweep'}", *args, "ffn=gelu,relu", *PARALLEL]
+    proc = subprocess.Popen([sys.executable, str(REPO / "train.py"), *sweep], cwd=REPO, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    relu = tmp_path / "sweep" / "ffn=relu"
+    deadline, pid = time.time() + 240, None
+    while time.time() < deadline and pid is None:  # relu has a checkpoint and is still training: kill it outright
+        if (relu / "checkpoints/last.ckpt").is_file():
+            pid = process_writing(relu / "console.log")
+        time.sleep(0.02)
+    if pid is None:
+        proc.kill()
+        pytest.fail(f"the relu job never had a checkpoint while running: {proc.communicate()}")
+    os.kill(pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 1, err[-2000:]
+    import torch
+
+    gelu = json.loads((tmp_path / "sweep" / "ffn=gelu" / "metrics.json").read_text())
+    assert gelu["status"] == "ok" and gelu["steps"] == 400  # the neighbour finished, with its last.ckpt
+    assert torch.load(tmp_path / "sweep/ffn=gelu/checkpoints/last.ckpt", weights_only=True)["global_step"] == 400
+    failed = json.loads((relu / "metrics.json").read_text())
+    killed_at = failed["checkpoint_step"]
+    assert failed["status"] == "failed" and failed["error"].startswith("killed by SIGKILL (the OOM killer, or kill -9); "
+                                                                        f"last good checkpoint {relu / 'checkpoints/last.ckpt'} (step {killed_at})")
+    assert 5 <= killed_at < 400 and "ffn=relu" in failed["resume"] and "ckpt_path=" in failed["resume"]
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("job ") and "ffn=relu" in ln]
+    assert " failed " in line and "killed by SIGKILL" in line  # the sweep names it
+
+    again = run_train([*sweep[2:], "-m", "ckpt_path=last"], tmp_path)  # the same sweep, resumed
+    assert "job 2/2" in again.stdout
+    done = json.loads((relu / "metrics.json").read_text())
+    assert done["status"] == "ok" and done["steps"] == 400
+    assert f"resume   {relu / 'checkpoints/last.ckpt'} at step {killed_at}" in (relu / "console.log").read_text()
+    gelu_log = (tmp_path / "sweep" / "ffn=gelu" / "console.log").read_text().split("resume   ")
+    assert len(gelu_log) == 2 and gelu_log[1].split("\n")[0].endswith("at step 400")  # nothing left to train
 
 
 def test_sigterm_stops_every_job_with_its_checkpoint(tmp_path: Path) -> None:

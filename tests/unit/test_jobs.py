@@ -20,7 +20,7 @@ def test_a_bad_thread_count_names_the_setting(bad: object) -> None:
         job_threads(bad)
 
 
-def test_n_jobs_follows_joblib() -> None:
+def test_n_jobs_counts_as_joblib_does() -> None:
     assert side_by_side(3) == 3 and side_by_side(-1) == cores() and side_by_side(-cores() - 5) == 1
     with pytest.raises(ConfigError, match="hydra.launcher.n_jobs=0"):
         side_by_side(0)

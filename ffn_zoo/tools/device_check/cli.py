@@ -58,7 +58,7 @@ def start_child(name: str, sizes: Sizes, work: Path, budget: float, data: Path |
 # has no Hydra: scripts/device_prep.sh ships hydra-core, omegaconf and antlr4 as wheels.
 TRAINING_STACK = {"hydra": "hydra-core", "omegaconf": "omegaconf", "antlr4": "antlr4-python3-runtime",
                   "lightning": "lightning", "tokenizers": "tokenizers", "tensorboard": "tensorboard",
-                  "matplotlib": "matplotlib", "joblib": "joblib"}
+                  "matplotlib": "matplotlib"}
 NEEDS_STACK = ("step", "train", "glu", "prep")
 
 

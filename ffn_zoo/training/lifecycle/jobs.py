@@ -2,7 +2,7 @@
 
 ``hydra/launcher=parallel`` (``parallel.py``) runs ``hydra.launcher.n_jobs`` jobs side by side; each job's
 ``impl.threads=auto`` is then this machine's cores ÷ n_jobs, so together they fill it without oversubscribing.
-Serially (Hydra's basic launcher, a single run) ``auto`` is all the cores. No joblib here: train.py imports this.
+Serially (Hydra's basic launcher, a single run) ``auto`` is all the cores.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ def cores() -> int:
 
 
 def side_by_side(n_jobs: Any) -> int:
-    """How many jobs run at once for joblib's ``n_jobs``: -1 all cores, -2 all but one, ... (joblib's rule)."""
+    """How many jobs run at once for ``n_jobs``: -1 all cores, -2 all but one, ... (joblib's rule, as Hydra's joblib
+    launcher reads it)."""
     n = int(n_jobs)
     if n == 0:
         raise ConfigError("hydra.launcher.n_jobs=0; valid: a positive number of jobs, or -1 (one per core)")

@@ -1,13 +1,17 @@
 """``hydra/launcher=parallel``: a sweep's jobs side by side on this machine, ``hydra.launcher.n_jobs`` at a time.
 
-Built on joblib's loky process pool (the launcher class lives in hydra_plugins/ffn_zoo_parallel, where Hydra
-looks for launchers), which runs at most n_jobs at once and starts the next job as one ends. What this adds, so
-a parallel sweep behaves as the serial one:
+Each job runs in a process of its own, forked from the sweep's (the launcher class lives in
+hydra_plugins/ffn_zoo_parallel, where Hydra looks for launchers): at most n_jobs at once, the next one started as
+one ends. A process per job, not a pool, so a job killed outright (SIGKILL, as the OOM killer does) takes nothing
+with it: a pool (joblib's loky, which this launcher used before) stops every running job when one of its workers
+dies. What this adds, so a parallel sweep behaves as the serial one:
 
-- each job gets ``impl.threads=auto`` (unless the sweep sets it): cores ÷ n_jobs (ffn_zoo/training/lifecycle/jobs.py);
+- each job gets ``impl.threads=auto`` (unless the sweep sets it): cores ÷ n_jobs (``jobs.py``);
 - each job's console goes to ``<run folder>/console.log``; the terminal gets one line per finished or failed job;
-- a failed job is recorded in its folder (train.py's JobFailures, in the worker) and the others go on; the sweep's
-  process exits non-zero at the end (``failed_in_workers``);
+- a failed job is recorded in its folder (train.py's JobFailures, in the job's process) and the others go on; a job
+  whose process was killed is recorded by the launcher (metrics.json: the signal, the last good checkpoint, the
+  resume command); the sweep's process exits non-zero at the end (``failed_in_workers``), and the same sweep with
+  ``ckpt_path=last`` trains only what is missing;
 - SIGINT/SIGTERM to the sweep is passed once to every running job, which finishes its step, writes ``last.ckpt``
   and stops; no new job starts; the sweep exits 128 + the signal. A second signal aborts the jobs at once.
 
@@ -22,19 +26,22 @@ import multiprocessing
 import os
 import signal
 import sys
+from collections import deque
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
 from hydra.types import HydraContext, TaskFunction
-from joblib import Parallel, delayed
 from omegaconf import DictConfig, open_dict
 
+from ffn_zoo.atomic import write_json
 from ffn_zoo.training.lifecycle.jobs import cores, record_failed, side_by_side
-from ffn_zoo.training.lifecycle.runs import register_resolvers
+from ffn_zoo.training.lifecycle.runs import LAST_CKPT, register_resolvers, resume_command
 
 log = logging.getLogger(__name__)
 
@@ -99,10 +106,12 @@ def outcome(run_dir: Path, value: Any) -> dict[str, Any]:
 
 
 def run_in_worker(idx: int, overrides: Sequence[str], hydra_context: HydraContext, config: DictConfig,
-                  task_function: TaskFunction, singleton_state: dict[Any, Any]) -> dict[str, Any]:
-    """One job in a pool worker, as the plugin's ``execute_job`` runs it, with its console in its run folder.
+                  task_function: TaskFunction, singleton_state: dict[Any, Any],
+                  started: Callable[[Path], None] = lambda run_dir: None) -> dict[str, Any]:
+    """One job in its process, as Hydra's ``run_job`` runs it, with its console in its run folder; ``started`` is
+    told the run folder before the job trains.
 
-    Never raises: a failure, a stop by signal or an abort is returned, so the pool and the jobs beside go on.
+    Never raises: a failure, a stop by signal or an abort is returned, so the jobs beside go on.
     """
     global _job_running
     if os.getpgrp() != os.getpid():
@@ -124,6 +133,7 @@ def run_in_worker(idx: int, overrides: Sequence[str], hydra_context: HydraContex
         HydraConfig.instance().set_config(sweep_config)
         run_dir = Path(str(sweep_config.hydra.sweep.dir)) / str(sweep_config.hydra.sweep.subdir)
         run_dir.mkdir(parents=True, exist_ok=True)
+        started(run_dir)
         with console_to(run_dir / CONSOLE_LOG):
             try:
                 ret = run_job(hydra_context=hydra_context, task_function=task_function, config=sweep_config,
@@ -145,7 +155,60 @@ def run_in_worker(idx: int, overrides: Sequence[str], hydra_context: HydraContex
     return {"idx": idx, "name": name, "run_dir": str(run_dir) if run_dir else None, **result}
 
 
+def job_process(conn: Connection, *args: Any) -> None:
+    """The body of a job's process: :func:`run_in_worker`, its run folder then its result sent over ``conn``."""
+    result = run_in_worker(*args, started=lambda run_dir: conn.send(("started", str(run_dir))))
+    conn.send(("done", result))
+    conn.close()
+
+
 # ---------------------------------------------------------------------------------------------- in the sweep
+
+
+@dataclass
+class Job:
+    """A job's process as the sweep sees it: where its messages arrive, its run folder once it said."""
+
+    idx: int
+    overrides: list[str]
+    process: Any  # multiprocessing.Process
+    conn: Connection
+    run_dir: Path | None = None
+    result: dict[str, Any] | None = field(default=None)
+
+
+def killed(job: Job, exitcode: int | None) -> dict[str, Any]:
+    """The result of a job whose process ended without one (killed by a signal, or died): recorded in its folder
+    (metrics.json: the signal, the last good checkpoint, the resume command), as a failed job's would be."""
+    if exitcode is not None and exitcode < 0:
+        how = f"killed by {signal.Signals(-exitcode).name}" + (" (the OOM killer, or kill -9)" if exitcode == -9 else "")
+    else:
+        how = f"its process exited with code {exitcode} before reporting"
+    name = job.run_dir.name if job.run_dir else " ".join(filter_overrides(job.overrides))
+    if job.run_dir is None:
+        return {"idx": job.idx, "name": name, "run_dir": None, "status": "failed", "metrics": {},
+                "detail": f"{how} before its run folder was made"}
+    last = job.run_dir / LAST_CKPT
+    step = None
+    if last.is_file():
+        try:  # the step from the checkpoint's own record; a half-written one is never there (atomic_write)
+            import torch
+
+            step = int(torch.load(last, map_location="cpu", weights_only=True)["global_step"])
+        except Exception:
+            last, step = None, None  # unreadable: resume from the start
+    else:
+        last = None
+    command = resume_command(last, job.overrides)
+    where = f"last good checkpoint {last} (step {step})" if last else "no checkpoint was written"
+    record = {"status": "failed", "error": f"{how}; {where}; resume: {command}, or the same sweep with ckpt_path=last",
+              "checkpoint": str(last) if last else None, "checkpoint_step": step, "resume": command}
+    try:
+        write_json(job.run_dir / "metrics.json", record)
+    except OSError:
+        pass  # the terminal's line still says it
+    return {"idx": job.idx, "name": name, "run_dir": str(job.run_dir), "status": "failed", "detail": record["error"],
+            "metrics": record}
 
 
 class SignalsToJobs:
@@ -185,7 +248,7 @@ def job_line(result: dict[str, Any], done: int, total: int) -> str:
 
 
 def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-    """The jobs of one batch of the sweep, ``launcher.joblib["n_jobs"]`` at a time; -> a JobReturn per job, in order.
+    """The jobs of one batch of the sweep, ``launcher.settings["n_jobs"]`` at a time; -> a JobReturn per job, in order.
 
     ``launcher`` is hydra_plugins/ffn_zoo_parallel's ParallelLauncher, set up by Hydra.
     """
@@ -195,7 +258,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     configure_log(config.hydra.hydra_logging, config.hydra.verbose)
     sweep_dir = Path(str(config.hydra.sweep.dir))
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    n_jobs = side_by_side(launcher.joblib.get("n_jobs", 1))
+    n_jobs = side_by_side(launcher.settings.get("n_jobs", 1))
     total = len(job_overrides)
     log.info(f"Launching {total} jobs, {n_jobs} at a time on {cores()} cores (impl.threads=auto: "
              f"{max(1, cores() // n_jobs)} each); each job's console in its folder's {CONSOLE_LOG}")
@@ -203,15 +266,40 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
         log.info(f"\t#{initial_job_idx + idx} : {' '.join(filter_overrides(overrides))}")
     singleton_state = Singleton.get_state()
     results: dict[int, dict[str, Any]] = {}
+    fork = multiprocessing.get_context("fork")  # the job inherits the composed configs and task: nothing pickled
+    waiting = deque((initial_job_idx + i, with_auto_threads(o)) for i, o in enumerate(job_overrides))
+    running: dict[Connection, Job] = {}
+
+    def finish(job: Job, result: dict[str, Any]) -> None:
+        job.process.join()
+        job.conn.close()
+        results[result["idx"]] = result
+        print(job_line(result, len(results), total), flush=True)
+
     with SignalsToJobs() as stop:
-        tasks = (delayed(run_in_worker)(initial_job_idx + idx, with_auto_threads(o), launcher.hydra_context, config,
-                                        launcher.task_function, singleton_state)
-                 for idx, o in enumerate(job_overrides) if stop.signum is None)  # none starts after a signal
-        pool = Parallel(n_jobs=n_jobs, backend="loky", pre_dispatch="n_jobs", batch_size=1,
-                        return_as="generator_unordered")
-        for result in pool(tasks):
-            results[result["idx"]] = result
-            print(job_line(result, len(results), total), flush=True)
+        while running or (waiting and stop.signum is None):  # no job starts after a signal
+            while waiting and len(running) < n_jobs and stop.signum is None:
+                idx, overrides = waiting.popleft()
+                receive, send = fork.Pipe(duplex=False)
+                process = fork.Process(target=job_process, name=f"job-{idx}", args=(
+                    send, idx, overrides, launcher.hydra_context, config, launcher.task_function, singleton_state))
+                process.start()
+                send.close()  # the job's end: when its process ends, receive sees EOF
+                running[receive] = Job(idx, overrides, process, receive)
+            for conn in wait(list(running)):
+                job = running[conn]
+                try:
+                    kind, value = conn.recv()
+                except EOFError:  # the process ended without a result: killed outright, or died in C code
+                    del running[conn]
+                    job.process.join()
+                    finish(job, killed(job, job.process.exitcode))
+                    continue
+                if kind == "started":
+                    job.run_dir = Path(value)
+                else:
+                    del running[conn]
+                    finish(job, value)
     record_failed([r["run_dir"] or r["name"] for r in results.values() if r["status"] == "failed"])
     if stop.signum is not None:
         print(f"stopped  {len(results)} of {total} jobs ran; the same command with ckpt_path=last resumes the "

@@ -17,7 +17,7 @@ import shlex
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ffn_zoo.errors import CheckpointError
 
@@ -153,18 +153,22 @@ def resume_point(ckpt_path: Any, log_dir: Path, run_dir: Path, marker: str = LAS
     return found
 
 
-def resume_command(ckpt: Path | None) -> str:
+def resume_command(ckpt: Path | None, overrides: Sequence[str] | None = None) -> str:
     """The exact command line that resumes this run from ``ckpt`` (None: that runs it again from the start).
 
-    Without the fault injection of the tests (``debug.*``): the resumed run would only fail again.
+    ``overrides``: the job's own (a parallel sweep's launcher names a job it did not run itself); by default
+    this run's, from Hydra. Without the fault injection of the tests (``debug.*``): the resumed run would only fail
+    again.
     """
     from hydra.core.hydra_config import HydraConfig
 
     args: list[str] = []
-    if HydraConfig.initialized():
-        keys = [(a, a.split("=")[0].lstrip("+~")) for a in HydraConfig.get().overrides.task]
+    given = overrides is not None
+    if given or HydraConfig.initialized():
+        task = list(overrides) if given else HydraConfig.get().overrides.task
+        keys = [(a, a.split("=")[0].lstrip("+~")) for a in task]
         args = [a for a, key in keys if key != "ckpt_path" and not key.startswith("debug.")]
-        if fixed_run_dir():  # the resumed run goes on in the same folder, as a requeued job would
+        if not given and fixed_run_dir():  # the resumed run goes on in the same folder, as a requeued job would
             args.append(f'hydra.run.dir="{Path(HydraConfig.get().runtime.output_dir).resolve()}"')
     script = os.path.basename(sys.argv[0]) if sys.argv else ""
     # an installed entry point (ffn-zoo-train) is run by its name; anything else (train.py, python -c, pytest and its
