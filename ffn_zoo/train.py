@@ -36,8 +36,8 @@ from ffn_zoo.training.recipe.precision import run_precision
 from ffn_zoo.training.recipe.scale import trainer_kwargs
 from ffn_zoo.training.reporting.instruments import build_activation_stats
 from ffn_zoo.training.reporting.loggers import build_loggers, log_hparams, quiet_warnings, write_layouts
-from ffn_zoo.training.reporting.progress import (StepProgressBar, ThroughputMonitor, ValidationLines, interactive,
-                                                 quiet_lightning)
+from ffn_zoo.training.reporting.progress import (StepProgressBar, ThroughputMonitor, TimeSplit, ValidationLines,
+                                                 interactive, quiet_lightning, time_line)
 from ffn_zoo.training.reporting.summary import print_banner, run_metrics, write_metrics
 
 def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
@@ -46,7 +46,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
 
     ``callbacks`` run after the built-in ones and ``extra_metrics`` go into metrics.json (a ladder uses both).
     """
-    started = time.time()
+    started, clock = time.time(), time.perf_counter()  # clock: the time line's (reporting/progress.py, TimeSplit)
     validate_config(cfg)
     quiet_warnings()
     quiet_lightning()  # no "💡 Tip" lines
@@ -73,12 +73,13 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     act_stats = build_activation_stats(cfg.instruments, corpus.val, objective.inputs)  # None when off
     reporting = [throughput, StepProgressBar(refresh_rate=5) if show_bar else ValidationLines(throughput),
                  *([act_stats] if act_stats else [])]
+    timer = TimeSplit(lambda: guards.checkpoints.seconds)  # after the guards: the loop's span holds the last write
     trainer = L.Trainer(
         **(trainer_kwargs(OmegaConf.to_container(cfg.trainer, resolve=True)) | {"enable_progress_bar": show_bar}),
         precision=precision,
         gradient_clip_val=cfg.optim.grad_clip or None,
         logger=build_loggers(cfg.logger, run_dir, resume_step) or False,  # a resume drops the killed run's later steps
-        callbacks=[*reporting, *guards.callbacks, *callbacks],
+        callbacks=[*reporting, *guards.callbacks, timer, *callbacks],
         default_root_dir=str(run_dir),
         enable_checkpointing=False,
         use_distributed_sampler=False,  # our StepSampler shards the global batch itself
@@ -110,9 +111,11 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
         **module.extra_val_metrics(),  # data.extra_val: val_<name>_loss, _ppl, _bpb
         **(extra_metrics or {}),
     })
+    metrics["time_s"] = timer.split(clock, module.mask_seconds)  # where the wall time went, by phase
     if trainer.is_global_zero:
         log_hparams(trainer.loggers, resolved, metrics, module.last_val)
         write_metrics(run_dir, metrics)
+        print(f"time     {time_line(metrics['time_s'])}", flush=True)
     return metrics
 
 

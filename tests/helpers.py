@@ -116,7 +116,7 @@ def make_run(root: Path, ffn: str, seed: int, loss: float | None, *, status: str
 
 # ---------------------------------------------------------------------------- comparing two runs
 
-TIMING = {"wall_s", "train_tokens_per_s", "resumed_from"}  # metrics.json fields that differ between identical runs
+TIMING = {"wall_s", "train_tokens_per_s", "resumed_from", "time_s"}  # metrics.json fields that differ between identical runs
 
 
 def only_run(root: Path) -> Path:

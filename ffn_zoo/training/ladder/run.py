@@ -36,7 +36,7 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import lightning as L
 from omegaconf import DictConfig, OmegaConf
@@ -46,6 +46,7 @@ from ffn_zoo.errors import CheckpointError
 from ffn_zoo.training.lifecycle.checkpoint import MUST_MATCH, Checkpointing, first_difference, load_checkpoint
 from ffn_zoo.training.ladder.plan import Plan, Rung, describe_plan, plan_of
 from ffn_zoo.training.lifecycle.runs import CKPT_DIR, resume_point
+from ffn_zoo.training.reporting.progress import time_line
 
 MANIFEST = "ladder.json"
 TRUNK = "trunk"
@@ -253,13 +254,16 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
         print(f"ladder   adds budgets {', '.join(added) or '(none)'}: the trunk continues from step {done} to "
               f"{plan.trunk_steps}", flush=True)
         _reopen_trunk(trunk, done)
+    trained = []  # the pieces this invocation trains (the time line's)
     if done is None or done < plan.trunk_steps:
         _trunk(cfg, plan, root, train_one)
+        trained.append(TRUNK)
     for rung in plan.rungs:
         if _finished(root / rung.folder):
             print(f"ladder   {rung.folder} finished before; kept", flush=True)
             continue
         _branch(cfg, plan, rung, root, train_one)
+        trained.append(rung.folder)
 
     pieces = {f: json.loads((root / f / "metrics.json").read_text()) for f in [TRUNK, *(r.folder for r in plan.rungs)]}
     summary = {
@@ -271,6 +275,7 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
         "pieces": [{"folder": f, "steps": m.get("steps"), "val_loss": m.get("val_loss"), "wall_s": m.get("wall_s")}
                    for f, m in pieces.items()],
     }
+    summary["time_s"] = ladder_time([pieces[f] for f in trained], summary["wall_s"])
     write_json(root / "metrics.json", summary)
     for r in plan.rungs:
         m = pieces[r.folder]
@@ -279,7 +284,24 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
     if root != run_dir and _only_hydra_files(run_dir):
         shutil.rmtree(run_dir)  # this invocation's fresh folder: the ladder lives on in its own
     print(f"ladder   done in {summary['wall_s']:.0f} s -> {root}", flush=True)
+    print(f"ladder   time: {time_line(summary['time_s'])}", flush=True)
     return summary
+
+
+def ladder_time(pieces: Iterable[Mapping[str, Any]], wall_s: float) -> dict[str, float]:
+    """The time lines of the pieces this invocation trained, summed, with the ladder's own work between them (plans,
+    copies, the summary) under other."""
+    mine = [p["time_s"] for p in pieces if isinstance(p.get("time_s"), dict)]
+    total: dict[str, float] = {}
+    for split in mine:
+        for k, v in split.items():
+            total[k] = total.get(k, 0.0) + v
+    if not total:
+        return {"total": wall_s, "train_steps": 0.0, "validation": 0.0, "checkpoints": 0.0, "start_up": 0.0,
+                "other": wall_s, "masking": 0.0}
+    total["other"] += max(0.0, wall_s - total["total"])
+    total["total"] = max(wall_s, total["total"])
+    return total
 
 
 def _only_hydra_files(folder: Path) -> bool:

@@ -14,6 +14,7 @@ weights_only=True)``, which only rebuilds tensors and plain containers.
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -66,12 +67,14 @@ class Checkpointing(L.Callback):
         self.best_val, self.best_step = math.inf, -1
         self.last_good: tuple[Path, int] | None = None  # (path, step) of the newest checkpoint written or resumed from
         self._saved_step = -1
+        self.seconds = 0.0  # wall time spent writing checkpoints (the run's time line)
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         if not isinstance(trainer.strategy.checkpoint_io, DirectCheckpointIO):
             trainer.strategy.checkpoint_io = DirectCheckpointIO()  # loads as TorchCheckpointIO does
 
     def save(self, trainer: L.Trainer, name: str) -> Path:
+        start = time.perf_counter()
         path = self.dir / name
         bad = next((n for n, p in trainer.lightning_module.named_parameters() if not torch.isfinite(p).all()), None)
         if bad is not None:  # the guard stops NaN updates first; this is the last line of defence
@@ -79,6 +82,7 @@ class Checkpointing(L.Callback):
                               f"the last good checkpoint is {self.describe_last_good()}")
         trainer.save_checkpoint(path, weights_only=False)  # the full training state; every rank calls it, rank 0 writes
         trainer.strategy.barrier("ffnzoo-checkpoint")
+        self.seconds += time.perf_counter() - start
         return path
 
     def save_last_now(self, trainer: L.Trainer) -> Path:

@@ -4,6 +4,7 @@ schedule that ``optim`` names (``optim.py``), exact whole-split validation."""
 from __future__ import annotations
 
 import math
+import time
 from typing import Any, Mapping, Sequence
 
 import lightning as L
@@ -43,6 +44,7 @@ class LitLM(L.LightningModule):
         self._val_nll = torch.zeros(1 + len(self.val_sets), dtype=torch.float64)  # (sets,): main split first
         self._val_count = torch.zeros(1 + len(self.val_sets), dtype=torch.float64)
         self.last_val: dict[str, float] = {}
+        self.mask_seconds = 0.0  # wall time validation spends making its inputs (mlm: the fixed masks)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T, V)
         return self.model(idx)
@@ -73,7 +75,9 @@ class LitLM(L.LightningModule):
         self._val_count = torch.zeros(1 + len(self.val_sets), dtype=torch.float64, device=self.device)
 
     def validation_step(self, batch: torch.Tensor, batch_idx: int, dataloader_idx: int = 0) -> None:
+        start = time.perf_counter()
         x, y = self.objective(batch, train=False)  # mlm: the fixed validation masks
+        self.mask_seconds += time.perf_counter() - start
         self._val_nll[dataloader_idx] += self.nll(x, y, "sum").double()
         self._val_count[dataloader_idx] += (y != IGNORE_INDEX).sum()  # scored tokens: all (clm) or masked (mlm)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 import lightning as L
 from lightning.pytorch.callbacks import TQDMProgressBar
@@ -141,3 +141,63 @@ class StepProgressBar(TQDMProgressBar):
         metrics = super().get_metrics(trainer, pl_module)
         metrics.pop("v_num", None)
         return metrics
+
+
+class TimeSplit(L.Callback):
+    """Where a run's wall time goes: the training loop's span, every validation's (the sanity check, those inside the
+    loop, the closing one) and the checkpoint writes inside each, read from ``checkpoint_seconds``.
+
+    Goes after the checkpointing callback, so the loop's span holds its last write. :meth:`split` gives the
+    ``time_s`` record of metrics.json; :func:`time_line` the one line a run ends with.
+    """
+
+    def __init__(self, checkpoint_seconds: Callable[[], float]) -> None:
+        self.checkpoint_seconds = checkpoint_seconds
+        self.loop: list[tuple[float, float]] = []  # (time, checkpoint seconds) at the loop's start, then its end
+        self.validation = {"before": 0.0, "in": 0.0, "after": 0.0}  # the loop's: sanity check, inside, closing
+        self._val_start: tuple[float, float] | None = None
+
+    def _now(self) -> tuple[float, float]:
+        return time.perf_counter(), self.checkpoint_seconds()
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.loop = [self._now()]
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.loop.append(self._now())
+
+    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._val_start = self._now()
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self._val_start is not None:
+            (t0, c0), (t1, c1) = self._val_start, self._now()
+            where = ("before", "in", "after")[len(self.loop)]
+            self.validation[where] += (t1 - t0) - (c1 - c0)  # best.ckpt is written at a validation's end
+            self._val_start = None
+
+    def split(self, started: float, masking_s: float) -> dict[str, float]:
+        """The run's wall time by phase, in seconds; ``started``: ``time.perf_counter()`` at the run's start.
+
+        train_steps: the loop less its validations and checkpoint writes (data fetch, optimizer, logging included);
+        start_up: before the loop (data, model, a restore); other: after it, less the closing validation (metrics,
+        logs). ``masking_s`` (inside validation): making validation inputs, the MLM masks.
+        """
+        total, checkpoints = self._now()
+        (loop_start, ck_start), (loop_end, ck_end) = (self.loop + [(total, checkpoints)] * 2)[:2]
+        val = self.validation
+        parts = {"train_steps": (loop_end - loop_start) - val["in"] - (ck_end - ck_start),
+                 "validation": sum(val.values()), "checkpoints": checkpoints,
+                 "start_up": (loop_start - started) - val["before"] - ck_start}
+        total -= started
+        return {"total": total, **parts, "other": total - sum(parts.values()), "masking": masking_s}
+
+
+def time_line(split: dict[str, float]) -> str:
+    """``81% train steps, 12% validation (1% masking), 4% checkpoints, 3% start-up, 0% other (of 1.2 h)``."""
+    total = split["total"] or 1.0
+    pct = {k: 100 * v / total for k, v in split.items()}
+    masking = f" ({pct['masking']:.0f}% masking)" if split.get("masking", 0) >= 0.005 * total else ""
+    return (f"{pct['train_steps']:.0f}% train steps, {pct['validation']:.0f}% validation{masking}, "
+            f"{pct['checkpoints']:.0f}% checkpoints, {pct['start_up']:.0f}% start-up, {pct['other']:.0f}% other "
+            f"(of {duration(split['total'])})")
