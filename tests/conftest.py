@@ -20,6 +20,37 @@ from tests.helpers import REPO, SHARED_DATA, TrainOnce, only_run, run_train
 
 torch.set_num_threads(1)
 
+DURATIONS = Path(__file__).with_name("durations.json")  # test id -> seconds of its call, from `pytest --record-durations`
+LONG = 5.0  # tests at least this long (as recorded) run first, longest first
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--record-durations", action="store_true",
+                     help=f"write every passed test's call seconds to {DURATIONS.name} (the longest-first order)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The long tests first, longest first (their seconds as recorded in tests/durations.json), so that no xdist
+    worker is left alone with a long test at the end while the other idles; every other test keeps its order."""
+    try:
+        known = json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        return
+    items.sort(key=lambda item: -known[item.nodeid] if known.get(item.nodeid, 0.0) >= LONG else 0.0)
+
+
+_recorded: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" and report.passed:  # under xdist this runs in the controller, for every worker's test
+        _recorded[report.nodeid] = round(report.duration, 2)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if session.config.getoption("--record-durations") and _recorded and not os.environ.get("PYTEST_XDIST_WORKER"):
+        DURATIONS.write_text(json.dumps(dict(sorted(_recorded.items())), indent=0) + "\n")
+
 
 @pytest.fixture
 def shared_data() -> Path:
