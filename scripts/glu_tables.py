@@ -5,8 +5,9 @@ quoted in the text, and every section table.
     python scripts/glu_tables.py          # rewrites both READMEs in place; tests/unit/test_glu_tables.py checks them
     python scripts/glu_tables.py --check  # exit 1 and name the stale ones, writing nothing
 
-The section tables and the width study's (experiments/glu_variants/width/README.md) are specs in
-scripts/glu_section_tables.py: one per block, with the committed files it reads.
+The section tables are specs in scripts/glu_section_tables.py, the width study's
+(experiments/glu_variants/width/README.md) in scripts/width_tables.py: one per block, with the committed files it
+reads; what they are made of (cells, the rounding rule, a report's rows) is scripts/table_specs.py.
 
 A block is ``<!-- gen:NAME -->...<!-- /gen:NAME -->`` (as scripts/readme_tables.py); a ``n-...`` block is one number
 in a sentence. One rounding rule: nats (losses, Δ, slopes) to 3 decimals, token counts, parameters and multipliers
@@ -17,7 +18,6 @@ to 3 significant figures, exact counts as integers, each from the stored float, 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -25,15 +25,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ffn_zoo.analysis.compare.multiplier import effective_multiplier
-from ffn_zoo.analysis.compare.trend import tokens_label
 
 if not __package__:  # run as `python scripts/glu_tables.py`: the repository root, so `scripts` imports
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from scripts.readme_tables import render_readme  # noqa: E402
+from scripts.table_specs import (BUDGETS, GLU, crossing_cell, delta_cell, mi, multiplier_cell,  # noqa: E402
+                                 nats, paired)
 
-GLU = Path(__file__).resolve().parent.parent / "experiments" / "glu_variants"
 README = GLU / "README.md"
-BUDGETS = (262_144, 524_288, 1_048_576, 2_097_152, 4_194_304)  # the ladders' 0.25 ... 4 Mi tokens
 
 
 @dataclass(frozen=True)
@@ -84,13 +83,6 @@ def losses(shape: Shape, variant: str, held: str = "") -> dict[int, dict[str, An
             if r["variant"] == variant and r["ladder_setting"] == shape.setting}
 
 
-def paired(r: dict[str, Any]) -> tuple[float, float | None, float | None, int]:
-    """(mean, lo, hi, pairs) of the paired Δ. Reports from before compare wrote ``paired_delta`` had equal seed
-    sets, where the difference of the means is the paired mean."""
-    mean = r["paired_delta"] if r.get("paired_delta") is not None else r["delta"]
-    return mean, r.get("paired_lo"), r.get("paired_hi"), r.get("n_pairs") or r["n"]
-
-
 def multiplier(shape: Shape, budget: int) -> dict[str, Any]:
     """The effective compute multiplier as the report has it; a report from before compare wrote one gets it from
     compare's own function on the report's per-seed losses."""
@@ -103,65 +95,6 @@ def multiplier(shape: Shape, budget: int) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- one rounding rule, one cell style
 
-
-def nats(x: float) -> str:
-    return f"{x:+.3f}".replace("-", "−")
-
-
-def tokens(t: float) -> str:
-    return tokens_label(t).replace("M", " M").replace("k", " k").replace("G", " G")
-
-
-def mi(t: int) -> str:
-    """A budget by its exact name: ``0.25 Mi`` (1 Mi = 2**20 tokens), never rounded."""
-    return f"{t / 2**20:g} Mi"
-
-
-def times(x: float) -> str:
-    return f"{x:.3g}×"
-
-
-def excludes_zero(lo: float | None, hi: float | None) -> bool:
-    return lo is not None and hi is not None and (lo > 0 or hi < 0)
-
-
-def delta_cell(r: dict[str, Any] | None, seeds: int | None = None) -> str:
-    """``**+0.093 [+0.060, +0.127]**`` (bold: the paired interval excludes 0); ``+0.055 (1 seed)`` without one."""
-    if r is None:
-        return "—"
-    mean, lo, hi, n = paired(r)
-    if lo is None or hi is None:
-        return f"{nats(mean)} ({n} seed{'s' * (n != 1)})"
-    text = f"{nats(mean)} [{nats(lo)}, {nats(hi)}]"
-    text = f"**{text}**" if excludes_zero(lo, hi) else text
-    return text + ("" if seeds is None or n == seeds else f" ({n} seeds)")
-
-
-def crossing_cell(t: dict[str, Any]) -> str:
-    """Where the fitted line crosses 0, with its interval, and which way (SwiGLU pulling ahead or falling behind)."""
-    span = f"{t['tokens_lo'] / 2**20:g}–{t['tokens_hi'] / 2**20:g} Mi"
-    cross = t["crossing_tokens"]
-    within = str(t.get("within", cross is not None and t["tokens_lo"] <= cross <= t["tokens_hi"])) == "True"
-    if not within:
-        why = {"+": "Δ > 0 throughout", "-": "Δ < 0 throughout"}.get(t.get("sign"), "sign unresolved")
-        return f"none in {span} ({why})"
-    way = "" if t["slope_per_decade"] < 0 else " (SwiGLU falls behind)"
-    if len(t["seeds_used"]) < 2:
-        return f"{tokens(t['crossing_tokens'])}{way}, 1 seed: no interval"
-    if t["crossing_lo"] is None or t["crossing_hi"] is None:
-        return f"{tokens(t['crossing_tokens'])}{way}, interval unbounded"
-    return f"{tokens(t['crossing_tokens'])} [{tokens(t['crossing_lo'])}, {tokens(t['crossing_hi'])}]{way}"
-
-
-def multiplier_cell(m: dict[str, Any]) -> str:
-    """``0.84× [0.80, 0.87]``; beyond the ladder a bound (``> 1×``) and the nearest segment's line as a guess."""
-    if m["multiplier"] is not None:
-        if m["multiplier_lo"] is None:
-            return f"{times(m['multiplier'])} (1 seed)"
-        return f"{times(m['multiplier'])} [{m['multiplier_lo']:.3g}, {m['multiplier_hi']:.3g}]"
-    bound = re.search(r"\(([<>] [\d.]+×)", m["multiplier_note"] or "")
-    guess = f" (line: {times(m['multiplier_guess'])})" if m.get("multiplier_guess") else ""
-    return f"{bound[1] if bound else '—'}{guess}"
 
 # ----------------------------------------------------------------------------- the tables
 
@@ -301,9 +234,11 @@ WIDTH_README = GLU / "width" / "README.md"
 
 
 def documents() -> dict[Path, dict[str, Callable[[], str]]]:
-    """Every generated document and its blocks: the write-up (the blocks above and its section tables) and the
-    width study's README (scripts/glu_section_tables.py)."""
-    from scripts.glu_section_tables import SECTION_BLOCKS, WIDTH_BLOCKS
+    """Every generated document and its blocks: the write-up (the blocks above and its section tables,
+    scripts/glu_section_tables.py) and the width study's README (scripts/width_tables.py)."""
+    from scripts.glu_section_tables import SECTION_BLOCKS  # here, not at the top: `python scripts/glu_tables.py`
+    from scripts.width_tables import WIDTH_BLOCKS  # puts the repository on sys.path first
+
     return {README: {**BLOCKS, **SECTION_BLOCKS}, WIDTH_README: WIDTH_BLOCKS}
 
 

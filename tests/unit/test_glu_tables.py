@@ -9,7 +9,7 @@ import pytest
 
 from ffn_zoo.analysis.report import GENERATED
 from scripts import glu_section_tables as sections
-from scripts import glu_tables
+from scripts import glu_tables, table_specs, width_tables
 from scripts.glu_tables import BLOCKS, README, WIDTH_README, documents, main, nats, render
 from tests.helpers import REPO
 
@@ -21,12 +21,12 @@ def test_glu_readmes_are_current(path: Path) -> None:
     assert render(text, path) == text, f"{path.relative_to(REPO)} is stale: run python scripts/glu_tables.py"
 
 
-TABLES = {name: t for name, t in {**sections.SECTION_BLOCKS, **sections.WIDTH_BLOCKS}.items()
-          if isinstance(t, sections.Table)}
+TABLES = {name: t for name, t in {**sections.SECTION_BLOCKS, **width_tables.WIDTH_BLOCKS}.items()
+          if isinstance(t, table_specs.Table)}
 
 
 def test_every_section_table_is_a_spec() -> None:
-    assert set(TABLES) == set(sections.SECTION_BLOCKS) | set(sections.WIDTH_BLOCKS)
+    assert set(TABLES) == set(sections.SECTION_BLOCKS) | set(width_tables.WIDTH_BLOCKS)
 
 
 @pytest.mark.parametrize("name", sorted(TABLES))
@@ -35,11 +35,11 @@ def test_a_table_reads_only_its_committed_sources(name: str) -> None:
     own_lr/vs_default.md; building it reads nothing else."""
     table = TABLES[name]
     for source in table.sources:
-        assert (sections.GLU / source).is_file(), source
+        assert (table_specs.GLU / source).is_file(), source
         assert source.endswith((".csv", ".json", ".jsonl")) or source == sections.VS_DEFAULT, source
-    sections.READS.clear()
+    table_specs.READS.clear()
     table()
-    assert sections.READS <= set(table.sources), sections.READS - set(table.sources)
+    assert table_specs.READS <= set(table.sources), table_specs.READS - set(table.sources)
 
 
 def test_check_mode_names_a_stale_document_and_writes_nothing(tmp_path, monkeypatch, capsys) -> None:
@@ -54,7 +54,7 @@ def test_check_mode_names_a_stale_document_and_writes_nothing(tmp_path, monkeypa
 
 def test_the_plan_counts_ladder_steps_as_the_ladder_does() -> None:
     """The width README's plan: 1,216 steps for 0.25-4 Mi, 602 for 0.25-2 Mi, 141 for 0.25-0.5 Mi, 269 for 0.25, 1."""
-    steps = sections.ladder_steps
+    steps = width_tables.ladder_steps
     assert (steps((0.25, 0.5, 1, 2, 4)), steps((0.25, 0.5, 1, 2)), steps((0.25, 0.5)), steps((0.25, 1))) == (
         1216, 602, 141, 269)
     assert steps((0.25,)) == 64
@@ -65,13 +65,13 @@ def test_hand_copied_numbers_that_disagreed_with_their_source() -> None:
     assert "| +0.024 [+0.009, +0.040] * |" in sections.RELU_GEGLU()  # GEGLU − ReLU, 1 Mi, Wikipedia (was +0.025)
     assert "| +0.048 [−0.001, +0.098] |" in sections.RELU_GEGLU()  # ReLU − GELU, 0.25 Mi, C4 (was +0.049)
     assert "7.071 / 6.302" in sections.RECIPE_TABLE()  # GELU at 1 Mi, fan-in + Adafactor (was 6.303)
-    assert "**+0.116 [+0.023, +0.210]**" in sections.WIDTH_BLOCKS["width-mech-d768"]()  # C4 change (was +0.117)
-    assert "line: 1.59 M" in sections.AXIS_1MI()  # d 512's line crossing (was 1.57 M)
-    assert "| 30 min | 2.0 h |" in sections.PLAN()  # d 512 per ladder (was 31 min)
+    assert "**+0.116 [+0.023, +0.210]**" in width_tables.WIDTH_BLOCKS["width-mech-d768"]()  # C4 change (was +0.117)
+    assert "line: 1.59 M" in width_tables.AXIS_1MI()  # d 512's line crossing (was 1.57 M)
+    assert "| 30 min | 2.0 h |" in width_tables.PLAN()  # d 512 per ladder (was 31 min)
 
 
 def test_three_significant_figures_keep_their_zeros() -> None:
-    assert [sections.sig3(x) for x in (33.04, 103.8, 1.8525, 11.8, 561.6)] == ["33.0", "104", "1.85", "11.8", "562"]
+    assert [table_specs.sig3(x) for x in (33.04, 103.8, 1.8525, 11.8, 561.6)] == ["33.0", "104", "1.85", "11.8", "562"]
 
 
 def test_the_headline_is_the_first_table() -> None:
