@@ -119,7 +119,10 @@ class TransformerLM(nn.Module):
         self.head_scale = cfg.d_model ** -0.5 if init.scaled_head else None
         init.apply(self)
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:  # (B, T) int64
+    def forward(self, idx: torch.Tensor, select: torch.Tensor | None = None) -> torch.Tensor:  # (B, T) int64
+        """Logits (B, T, V); with ``select`` (B, T) bool, only the selected positions' (N, V), as BERT's pre-training
+        code projects only the masked positions (Devlin et al. 2018, run_pretraining.py's gather_indexes): under
+        MLM 15% of the positions, so the output layer, the largest matmul at a small width, costs 15%."""
         T = idx.shape[1]
         if T > self.cfg.seq_len:
             raise ConfigError(f"input of length {T} is longer than the position table (model.seq_len={self.cfg.seq_len})")
@@ -128,9 +131,11 @@ class TransformerLM(nn.Module):
         for block in self.blocks:
             x = block(x)  # (B, T, C)
         x = self.final_norm(x)  # (B, T, C)
+        if select is not None:
+            x = x[select]  # (N, C)
         if self.head_scale is not None:
             x = x * self.head_scale  # init=fan_in: T5's tied-embedding softmax
-        return self.head(x)  # (B, T, V)
+        return self.head(x)  # (B, T, V), or (N, V)
 
     def ffn_modules(self) -> list[nn.Module]:
         return [block.ffn for block in self.blocks]

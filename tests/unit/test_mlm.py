@@ -90,3 +90,30 @@ def test_loss_is_on_masked_positions_only() -> None:
     assert module.nll(x, y, "sum").item() == pytest.approx(by_hand.item(), rel=1e-5)
     module.eval()
     assert module.loss(batch, "mean").item() == pytest.approx(by_hand.item() / chosen.sum().item(), rel=1e-5)
+
+
+def test_projecting_only_the_chosen_positions_trains_as_the_full_output_layer_does() -> None:
+    """Under MLM the output layer runs on the chosen positions only (TransformerLM's ``select``): the logits of those
+    rows are the full layer's, and 30 AdamW steps follow the full-logits loss within 1e-5, weights within 1e-5."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=V + 1, seq_len=32, d_model=32, n_layers=2, n_heads=2, ffn=FFNSpec(True, "silu", 64),
+                      causal=False)
+    full, chosen_only = TransformerLM(cfg), TransformerLM(cfg)
+    chosen_only.load_state_dict(full.state_dict())
+    module = LitLM(chosen_only, compose([]).optim, max_steps=30, objective=Objective("mlm", corpus_vocab=V))
+    batch = torch.randint(0, V, (8, 33))
+    x, y = module.objective(batch, train=False)
+    torch.testing.assert_close(chosen_only(x, select=y != IGNORE_INDEX), full(x)[y != IGNORE_INDEX], rtol=0, atol=1e-6)
+    opts = [torch.optim.AdamW(m.parameters(), lr=1e-3) for m in (full, chosen_only)]
+    g = torch.Generator().manual_seed(1)
+    for _ in range(30):
+        x, y = mask_tokens(torch.randint(0, V, (8, 32), generator=g), V, V, generator=g)
+        ref = F.cross_entropy(full(x).flatten(0, 1), y.flatten(), ignore_index=IGNORE_INDEX)
+        ours = module.nll(x, y, "mean")
+        assert ours.item() == pytest.approx(ref.item(), abs=1e-5)
+        for opt, loss in zip(opts, (ref, ours)):
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    for (name, a), b in zip(full.named_parameters(), chosen_only.parameters()):
+        torch.testing.assert_close(b, a, rtol=0, atol=1e-5, msg=name)

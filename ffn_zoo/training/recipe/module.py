@@ -56,6 +56,10 @@ class LitLM(L.LightningModule):
 
     def nll(self, x: torch.Tensor, y: torch.Tensor, reduction: str) -> torch.Tensor:
         """Cross-entropy of targets ``y`` (B, T) given inputs ``x`` (B, T); IGNORE_INDEX targets carry none."""
+        if self.objective.name == "mlm":  # only the chosen positions are scored: project only those (N of B·T)
+            chosen = y != IGNORE_INDEX  # (B, T)
+            logits = self.model(x, select=chosen)  # (N, V)
+            return F.cross_entropy(logits.float(), y[chosen], reduction=reduction)
         logits = self.model(x)  # (B, T, V)
         y = y.flatten()  # (B·T,)
         return F.cross_entropy(logits.flatten(0, 1).float(), y, reduction=reduction, ignore_index=IGNORE_INDEX)
