@@ -159,7 +159,7 @@ def ladder_baseline_loss(seed: int, tokens: int) -> float:
 
 def ladder_branch(root: Path, ffn: str, seed: int, tokens: int, loss: float, extra: dict[str, float] | None = None,
                   model: dict[str, Any] | None = None, params_total: int | None = None) -> Path:
-    """A ladder's branch folder as training/ladder.py writes it: .hydra/config.yaml and metrics.json; ``extra``:
+    """A ladder's branch folder as training/ladder/run.py writes it: .hydra/config.yaml and metrics.json; ``extra``:
     losses on data.extra_val sets; ``model``: keys over the model group (``{"d_model": 512}``)."""
     folder = root / f"ffn={ffn},seed={seed}" / f"budget={tokens}"
     (folder / ".hydra").mkdir(parents=True)

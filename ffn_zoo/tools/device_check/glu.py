@@ -92,7 +92,7 @@ def rung_steps(s: Sizes, n: int) -> list[int]:
 
 
 def ladder_steps(steps: list[int], optim: Any, tokens_per_step: int) -> int:
-    """Steps one ladder trains for these rungs: its trunk plus every cooldown (ladder_plan's arithmetic)."""
+    """Steps one ladder trains for these rungs: its trunk plus every cooldown (training/ladder/plan.py's arithmetic)."""
     from ffn_zoo.training.ladder.plan import plan_ladder
 
     return plan_ladder([n * tokens_per_step for n in steps], optim, tokens_per_step, max(steps)).steps_trained

@@ -1,5 +1,5 @@
 """A ladder's plan (``ladder.budgets`` -> rungs): budgets parsed from tokens, each rung's steps, cooldown and branch
-point, and the warm-up every rung shares. Pure arithmetic on the config; ``ladder.py`` trains the plan."""
+point, and the warm-up every rung shares. Pure arithmetic on the config; ``run.py`` trains the plan."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ plus the training RNG stream and the run's config. The data position needs nothi
 is a pure function of (seed, k) (``StepSampler``), and the sampler starts at the restored step.
 
 Where ``ckpt_path`` finds one: ``runs.resume_point``; the RNG stream: ``rng.py``; the banner's disk estimate:
-``summary.py``.
+``reporting/summary.py``.
 
 Loading never runs pickled code: every load here and in ``trainer.fit`` uses ``torch.load(...,
 weights_only=True)``, which only rebuilds tensors and plain containers.
