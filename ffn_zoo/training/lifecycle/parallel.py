@@ -41,7 +41,8 @@ from omegaconf import DictConfig, open_dict
 
 from ffn_zoo.atomic import write_json
 from ffn_zoo.training.lifecycle.jobs import cores, record_failed, side_by_side
-from ffn_zoo.training.lifecycle.runs import LAST_CKPT, register_resolvers, resume_command
+from ffn_zoo.training.lifecycle.failures import last_good_checkpoint
+from ffn_zoo.training.lifecycle.runs import register_resolvers, resume_command
 
 log = logging.getLogger(__name__)
 
@@ -188,17 +189,7 @@ def killed(job: Job, exitcode: int | None) -> dict[str, Any]:
     if job.run_dir is None:
         return {"idx": job.idx, "name": name, "run_dir": None, "status": "failed", "metrics": {},
                 "detail": f"{how} before its run folder was made"}
-    last = job.run_dir / LAST_CKPT
-    step = None
-    if last.is_file():
-        try:  # the step from the checkpoint's own record; a half-written one is never there (atomic_write)
-            import torch
-
-            step = int(torch.load(last, map_location="cpu", weights_only=True)["global_step"])
-        except Exception:
-            last, step = None, None  # unreadable: resume from the start
-    else:
-        last = None
+    last, step = last_good_checkpoint(job.run_dir, None, job.run_dir) or (None, None)  # its last.ckpt, if it loads
     command = resume_command(last, job.overrides)
     where = f"last good checkpoint {last} (step {step})" if last else "no checkpoint was written"
     record = {"status": "failed", "error": f"{how}; {where}; resume: {command}, or the same sweep with ckpt_path=last",
