@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
-import torch
 import torch.nn.functional as F
 
-from ffn_zoo import build_model
-from ffn_zoo.training.recipe.objectives import IGNORE_INDEX, mask_tokens
+from ffn_zoo.training.recipe.objectives import IGNORE_INDEX
+
+if not __package__:  # run as `python scripts/bench_mlm_select.py`: the repository root, so `scripts` imports
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scripts.profile_step import setup  # noqa: E402
 
 
 def main() -> None:
@@ -26,12 +30,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    torch.manual_seed(0)
-    torch.set_num_threads(args.threads)
-    vocab = 8192
-    model = build_model(args.model, args.ffn, vocab_size=vocab + 1, seq_len=128)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    x, y = mask_tokens(torch.randint(0, vocab, (32, 128)), vocab, vocab, generator=torch.Generator().manual_seed(0))
+    model, opt, x, y = setup(args.model, args.ffn, args.threads, mlm=True)  # the profile script's seeded setup
     chosen = y != IGNORE_INDEX
 
     def every_position() -> None:

@@ -19,6 +19,25 @@ from ffn_zoo import build_model
 from ffn_zoo.training.recipe.objectives import IGNORE_INDEX, mask_tokens
 
 
+VOCAB = 8192
+
+
+def setup(model_name: str, ffn: str, threads: int, mlm: bool) -> tuple[torch.nn.Module, torch.optim.Optimizer,
+                                                                      torch.Tensor, torch.Tensor]:
+    """A seeded model (vocabulary 8,192, + [MASK] under MLM), its fused AdamW and one batch of 32 × 128:
+    (model, optimizer, inputs, targets); under MLM the targets are IGNORE_INDEX off the chosen positions."""
+    torch.manual_seed(0)
+    torch.set_num_threads(threads)
+    model = build_model(model_name, ffn, vocab_size=VOCAB + mlm, seq_len=128)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    tokens = torch.randint(0, VOCAB, (32, 129))
+    if mlm:
+        x, y = mask_tokens(tokens[:, :-1], VOCAB, VOCAB, generator=torch.Generator().manual_seed(0))
+    else:
+        x, y = tokens[:, :-1], tokens[:, 1:]
+    return model, opt, x, y
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="mini")
@@ -27,17 +46,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rows", type=int, default=14)
     args = ap.parse_args()
-    torch.manual_seed(0)
-    torch.set_num_threads(args.threads)
-    vocab = 8192
     mlm = args.objective == "mlm"
-    model = build_model(args.model, args.ffn, vocab_size=vocab + mlm, seq_len=128)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    tokens = torch.randint(0, vocab, (32, 129))
-    if mlm:
-        x, y = mask_tokens(tokens[:, :-1], vocab, vocab, generator=torch.Generator().manual_seed(0))
-    else:
-        x, y = tokens[:, :-1], tokens[:, 1:]
+    model, opt, x, y = setup(args.model, args.ffn, args.threads, mlm)
 
     def step() -> None:
         if mlm:
