@@ -61,7 +61,8 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     corpus, objective = prepare_objective(cfg.objective, cfg.mlm, corpus)  # clm (default) or mlm (adds [MASK])
     model = TransformerLM(model_config(cfg, vocab_size=model_vocab_size(objective.name, corpus.vocab_size)))
     module = LitLM(model, cfg.optim, cfg.trainer.max_steps, corpus.optimal_val_loss, corpus.val_bytes, objective,
-                   val_sets=[(name, s.val_bytes) for name, s in corpus.extra_val.items()])  # data.extra_val
+                   val_sets=[(name, s.val_bytes) for name, s in corpus.extra_val.items()],  # data.extra_val
+                   fused_loss=cfg.impl.fused_loss)
     datamodule = LMDataModule(corpus, cfg.data.batch_size, cfg.data.val_batch_size, cfg.seed, cfg.impl.num_workers)
     ckpt_path = resume_point(cfg.ckpt_path, Path(cfg.log_dir), run_dir)  # None: fresh (runs.py: where "last" looks)
     resume_step = check_checkpoint(ckpt_path, module, must_match(cfg)) if ckpt_path else None  # names a mismatch

@@ -1,10 +1,11 @@
 """Where one training step's time goes, by operator and input shape (torch.profiler), for a model preset.
 
-    python scripts/profile_step.py [--model mini] [--ffn gelu] [--objective clm|mlm] [--threads 2] [--rows 14]
+    python scripts/profile_step.py [--model mini] [--ffn gelu] [--objective clm|mlm] [--loss fused|plain] [--threads 2]
 
 A step is forward, cross-entropy, backward and a fused AdamW step on a random batch of 32 × 128 tokens (vocabulary
 8,192); two warm-up steps, then one profiled. Under ``--objective mlm`` 15% of positions are chosen and only they go
-through the output layer, as in training.
+through the output layer, as in training. ``--loss fused`` (the default, as ``impl.fused_loss``): the output layer
+and its cross-entropy by row chunks (ffn_zoo/nn/losses.py); ``plain``: the logits, then ``F.cross_entropy``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
 from ffn_zoo import build_model
+from ffn_zoo.nn.losses import linear_cross_entropy
 from ffn_zoo.training.recipe.objectives import IGNORE_INDEX, mask_tokens
 
 
@@ -44,17 +46,20 @@ def main() -> None:
     ap.add_argument("--ffn", default="gelu")
     ap.add_argument("--objective", choices=("clm", "mlm"), default="clm")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--loss", choices=("fused", "plain"), default="fused")
     ap.add_argument("--rows", type=int, default=14)
     args = ap.parse_args()
     mlm = args.objective == "mlm"
     model, opt, x, y = setup(args.model, args.ffn, args.threads, mlm)
 
     def step() -> None:
-        if mlm:
-            chosen = y != IGNORE_INDEX
-            loss = F.cross_entropy(model(x, select=chosen), y[chosen])
+        chosen = y != IGNORE_INDEX if mlm else None
+        targets = y[chosen] if mlm else y.flatten()
+        if args.loss == "fused":
+            h = model(x, select=chosen, head=False).flatten(0, -2)  # (N, C)
+            loss = linear_cross_entropy(h, model.head.weight, targets)
         else:
-            loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+            loss = F.cross_entropy(model(x, select=chosen).flatten(0, -2), targets)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)

@@ -61,13 +61,19 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
-def train_once(tmp_path_factory: pytest.TempPathFactory) -> TrainOnce:
+def shared_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One temporary folder for the whole ``pytest``, every xdist worker included (each worker's own tmp_path is
+    apart): where a fixture trained or written once is found by all. Write into it under a FileLock."""
+    shared = tmp_path_factory.getbasetemp()  # this session's pytest-N/, or a worker's pytest-N/popen-gwK/
+    return shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared  # the folder above every worker's own
+
+
+@pytest.fixture(scope="session")
+def train_once(shared_tmp: Path) -> TrainOnce:
     """``train_once(name, args)``: the run folder of ``train.py <args>``, trained once per ``pytest`` however many
     tests and xdist workers ask for it: the first asker trains under a file lock, the others wait, then read it.
     The folder is shared, so a test only reads it (and trains its own runs under ``tmp_path``)."""
-    shared = tmp_path_factory.getbasetemp()  # this session's pytest-N/, or a worker's pytest-N/popen-gwK/
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # the folder above every worker's own
+    shared = shared_tmp
 
     def once(name: str, args: list[str]) -> Path:
         root = shared / f"once-{name}-{hashlib.sha256(json.dumps(args).encode()).hexdigest()[:12]}"

@@ -119,10 +119,12 @@ class TransformerLM(nn.Module):
         self.head_scale = cfg.d_model ** -0.5 if init.scaled_head else None
         init.apply(self)
 
-    def forward(self, idx: torch.Tensor, select: torch.Tensor | None = None) -> torch.Tensor:  # (B, T) int64
-        """Logits (B, T, V); with ``select`` (B, T) bool, only the selected positions' (N, V), as BERT's pre-training
-        code projects only the masked positions (Devlin et al. 2018, run_pretraining.py's gather_indexes): under
-        MLM 15% of the positions, so the output layer, the largest matmul at a small width, costs 15%."""
+    def forward(self, idx: torch.Tensor, select: torch.Tensor | None = None, head: bool = True) -> torch.Tensor:
+        """Logits (B, T, V) of ids (B, T); with ``select`` (B, T) bool, only the selected positions' (N, V), as BERT's
+        pre-training code projects only the masked positions (Devlin et al. 2018, run_pretraining.py's
+        gather_indexes): under MLM 15% of the positions, so the output layer, the largest matmul at a small width,
+        costs 15%. ``head=False``: what the output layer reads, (B, T, C) or (N, C), for a loss that applies
+        ``self.head.weight`` itself (``losses.py``); through ``forward``, so a compiled model stays compiled."""
         T = idx.shape[1]
         if T > self.cfg.seq_len:
             raise ConfigError(f"input of length {T} is longer than the position table (model.seq_len={self.cfg.seq_len})")
@@ -135,7 +137,7 @@ class TransformerLM(nn.Module):
             x = x[select]  # (N, C)
         if self.head_scale is not None:
             x = x * self.head_scale  # init=fan_in: T5's tied-embedding softmax
-        return self.head(x)  # (B, T, V), or (N, V)
+        return self.head(x) if head else x  # (B, T, V) or (N, V); head=False: (B, T, C) or (N, C)
 
     def ffn_modules(self) -> list[nn.Module]:
         return [block.ffn for block in self.blocks]

@@ -149,7 +149,7 @@ def build_ours(case: Case, vocab: int, device: str, compile_: bool,
                extra: list[str] | None = None) -> tuple[Callable[[torch.Tensor], None], int]:
     cfg = compose(case.overrides(vocab) + list(extra or []))
     model = TransformerLM(model_config(cfg, vocab_size=vocab)).to(device)
-    module = LitLM(model, cfg.optim, max_steps=1000)
+    module = LitLM(model, cfg.optim, max_steps=1000, fused_loss=cfg.impl.fused_loss)
     if compile_ or cfg.impl.compile:  # --compile, or --ablate impl.compile=true: compiled vs eager in one run
         model.compile()  # in place, as train.py's impl.compile (the first warm-up step pays the compile)
     opt = build_optimizer(model, cfg.optim)

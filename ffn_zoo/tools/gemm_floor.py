@@ -1,7 +1,7 @@
 """A training step's GEMM floor: the step's own matrix multiplies, timed alone, back to back.
 
 ``ffn-zoo-bench --gemm-floor`` profiles one step of ours (torch.profiler, input shapes recorded), takes every
-matmul call it lists, forward and backward, in order (``aten::mm``, ``addmm``, ``bmm``, ``baddbmm``; a call
+matmul call it lists, forward and backward, in order (``aten::mm``, ``addmm``, ``addmm_``, ``bmm``, ``baddbmm``; a call
 inside another of them is counted once, at the outer one), and replays exactly those calls on random tensors of
 the same shapes and dtype. The step's time ÷ that replay's time says how far the step is from doing nothing but
 its GEMMs, on the shapes actually trained: the most any speed-up outside the GEMMs could still give.
@@ -19,18 +19,22 @@ from typing import Callable
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+GEMM_OPS = ("aten::mm", "aten::addmm", "aten::addmm_", "aten::bmm", "aten::baddbmm")
+ACCUMULATE = ("aten::addmm", "aten::addmm_", "aten::baddbmm")  # (self, a, b): the product's operands come second
 
 
 @dataclass(frozen=True)
 class Gemm:
     op: str                                  # e.g. aten::addmm
-    shapes: tuple[tuple[int, ...], ...]      # its tensor inputs' shapes, as the profiler lists them
+    shapes: tuple[tuple[int, ...], ...]      # its tensor inputs' shapes, as the profiler lists them (mm's out= too)
+
+    def operands(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The shapes of the two factors: after the accumulator of addmm and baddbmm, before mm's ``out=``."""
+        return (self.shapes[1], self.shapes[2]) if self.op in ACCUMULATE else (self.shapes[0], self.shapes[1])
 
     def flops(self) -> int:
         """2·M·N·K (times the batch for bmm): the multiply-adds of the product itself."""
-        *batch, m, k = self.shapes[-2]
-        n = self.shapes[-1][-1]
+        (*batch, m, k), (*_, n) = self.operands()
         return 2 * m * n * k * (batch[0] if batch else 1)
 
 
@@ -67,11 +71,17 @@ def replay(gemms: list[Gemm], dtype: torch.dtype, device: str) -> Callable[[], N
     calls = []
     for g in gemms:
         args = [tensors.setdefault(s, torch.randn(s, dtype=dtype, device=device)) for s in g.shapes]
-        calls.append((getattr(torch, g.op.split("::")[1]), args))
+        name = g.op.split("::")[1]
+        if name.endswith("_"):  # in place on its first argument (the fused loss's gradient accumulation)
+            calls.append((getattr(torch.Tensor, name), args, {}))
+        elif g.op not in ACCUMULATE and len(args) == 3:  # mm(a, b, out=c): the product written into a kept buffer
+            calls.append((getattr(torch, name), args[:2], {"out": args[2]}))
+        else:
+            calls.append((getattr(torch, name), args, {}))
 
     def run() -> None:
-        for fn, args in calls:
-            fn(*args)
+        for fn, args, kwargs in calls:
+            fn(*args, **kwargs)
         if device != "cpu":
             torch.cuda.synchronize()
 

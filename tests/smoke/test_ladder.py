@@ -120,6 +120,25 @@ def test_a_grown_ladder_equals_the_ladder_planned_whole(ladder: Path, tmp_path: 
         assert_same_state(root / f"budget={label}/checkpoints/last.ckpt", ladder / f"budget={label}/checkpoints/last.ckpt")
 
 
+def test_validating_only_where_scored_changes_no_number(ladder: Path, tmp_path: Path) -> None:
+    """ladder.validate=ends: each piece validates once, at its last step (the fixture's trunk, every 5 steps: 7
+    times); every budget's metrics.json and final state are the fixture's: validation never touched training."""
+    run = run_train([*LADDER, "ladder.validate=ends"], tmp_path)
+    assert "ladder   validates only where a budget is scored" in run.stdout
+    root = only_run(tmp_path)
+    assert len(val_points(ladder / "trunk")) == 7
+    for piece in ["trunk", *(f"budget={label}" for label in BUDGETS)]:  # one point: the fixture's last, same step
+        every = val_points(ladder / piece)
+        assert every and val_points(root / piece) == {max(every): every[max(every)]}
+    for label in BUDGETS:
+        branch = root / f"budget={label}"
+        assert results(branch) == results(ladder / f"budget={label}")  # val/loss, ppl, extra sets, instruments, ...
+        assert_same_state(branch / "checkpoints/last.ckpt", ladder / f"budget={label}/checkpoints/last.ckpt")
+    bad = run_train([*LADDER, "ladder.validate=end"], tmp_path, check=False)
+    assert bad.returncode != 0 and "unknown ladder.validate 'end'; valid: ends, every" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
 def test_sweep_of_ladders_then_compare(tmp_path: Path) -> None:
     """In a -m sweep every job is a ladder; compare then tables each budget and fits Δ against it."""
     from ffn_zoo.analysis.compare import compare

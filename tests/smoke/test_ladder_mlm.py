@@ -10,8 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
-from tests.helpers import TIMING, assert_same_state, only_run, run_train
+from tests.helpers import TIMING, TrainOnce, assert_same_state, only_run, run_train
 from tests.helpers import results as metrics_without
 
 pytestmark = pytest.mark.smoke
@@ -27,21 +28,24 @@ LADDER = ["trainer.max_steps=20", "ladder.budgets=[2560,5120]"]
 
 
 @pytest.fixture(scope="module")
-def texts(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    root = tmp_path_factory.mktemp("texts")
+def texts(shared_tmp: Path) -> list[str]:
+    """Three small text files, written once for every xdist worker (so the ladder below is trained once)."""
+    root = shared_tmp / "mlm-texts"
     files = {k: root / f"{k}.txt" for k in ("train", "val", "other")}
-    files["train"].write_text("".join(f"line {i}: the quick brown fox jumps over the lazy dog.\n" for i in range(600)))
-    files["val"].write_text("".join(f"line {i}: the lazy dog sleeps under the brown fox.\n" for i in range(60)))
-    files["other"].write_text("".join(f"verse {i}: shall I compare thee to a summer's day?\n" for i in range(60)))
+    with FileLock(f"{root}.lock"):
+        if not all(f.is_file() for f in files.values()):
+            root.mkdir(exist_ok=True)
+            for name, text, n in (("train", "the quick brown fox jumps over the lazy dog.", 600),
+                                  ("val", "the lazy dog sleeps under the brown fox.", 60)):
+                files[name].write_text("".join(f"line {i}: {text}\n" for i in range(n)))
+            files["other"].write_text("".join(f"verse {i}: shall I compare thee to a summer's day?\n" for i in range(60)))
     return [f"data.train={files['train']}", f"data.val={files['val']}", f"+data.extra_val.other.files={files['other']}",
             "+data.extra_val.other.tokens=1024", f"data.cache_dir={root / 'cache'}"]
 
 
 @pytest.fixture(scope="module")
-def ladder(texts: list[str], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("mlm_ladder")
-    run_train([*BASE, *texts, *LADDER], root)
-    return only_run(root)
+def ladder(texts: list[str], train_once: TrainOnce) -> Path:
+    return train_once("mlm_ladder", [*BASE, *texts, *LADDER])  # once per pytest, every worker included
 
 
 def test_an_mlm_branch_equals_the_plain_wsd_mlm_run(ladder: Path, texts: list[str], tmp_path: Path) -> None:

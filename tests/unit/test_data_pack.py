@@ -88,7 +88,7 @@ def test_bpb_matches_hand_computation(tmp_path):
     # stream: EOT + 13 bytes + EOT = 15 tokens -> one block of 14 targets: the 13 bytes and the closing EOT
     assert corpus.val.shape == (1, 15)
     assert corpus.val_bytes == 13
-    module = LitLM(Uniform(257), {"name": "adamw"}, max_steps=1, val_bytes=corpus.val_bytes)
+    module = LitLM(Uniform(257), {"name": "adamw"}, max_steps=1, val_bytes=corpus.val_bytes, fused_loss=False)
     dm = LMDataModule(corpus, batch_size=1, val_batch_size=4, seed=0)
     trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False)
     trainer.validate(module, dataloaders=dm.val_dataloader(), verbose=False)

@@ -59,7 +59,7 @@ def test_meta_device_step_has_no_sync_and_no_stray_device(ffn: str) -> None:
     with torch.device("meta"):
         model, cfg = tiny_model(ffn)
         batch = torch.randint(0, 256, (4, 17))  # (B, T + 1)
-    module = LitLM(model, cfg.optim, max_steps=10)
+    module = LitLM(model, cfg.optim, max_steps=10, fused_loss=False)
     loss = module.loss(batch, "mean")
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -83,7 +83,7 @@ def test_lightning_training_step_logs_no_host_numbers(no_host_sync) -> None:
     """LitLM.training_step: no host read, and what it logs is a tensor (a Python number logged on a GPU module
     becomes torch.tensor(x, device=cuda), a synchronising copy every step)."""
     model, cfg = tiny_model("gelu")
-    module = LitLM(model, cfg.optim, max_steps=10)
+    module = LitLM(model, cfg.optim, max_steps=10, fused_loss=False)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     module.trainer = SimpleNamespace(world_size=1, optimizers=[opt], global_step=0)
     logged = {}
@@ -98,7 +98,7 @@ def test_lightning_training_step_logs_no_host_numbers(no_host_sync) -> None:
 def test_bf16_autocast_dtypes() -> None:
     """bf16-mixed as the step runs it: matmuls in bf16, the loss in fp32, the master weights and grads fp32."""
     model, cfg = tiny_model("swiglu")
-    module = LitLM(model, cfg.optim, max_steps=10)
+    module = LitLM(model, cfg.optim, max_steps=10, fused_loss=False)
     seen = {}
     model.blocks[0].ffn.w_out.register_forward_hook(lambda m, i, o: seen.__setitem__("w_out", o.dtype))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)

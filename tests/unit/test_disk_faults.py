@@ -8,7 +8,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import torch
 
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.training.recipe.build import compose, model_config

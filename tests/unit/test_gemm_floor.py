@@ -25,6 +25,24 @@ def test_a_linear_layers_forward_and_backward_gemms_are_found_once_each() -> Non
     run()  # the same calls, on random inputs of those shapes, without error
 
 
+def test_the_fused_losss_matmuls_are_found_counted_and_replayed() -> None:
+    """nn/losses.py writes each chunk's logits with mm(out=) and accumulates the weight gradient with addmm_: both are
+    GEMMs of the step, with the FLOPs of their two factors, and replay as the step calls them."""
+    from ffn_zoo.nn.losses import linear_cross_entropy
+
+    x, w = torch.randn(8, 16, requires_grad=True), torch.randn(32, 16, requires_grad=True)
+    t = torch.randint(0, 32, (8,))
+
+    def step() -> None:
+        linear_cross_entropy(x, w, t, chunk_rows=4).backward()
+
+    profiled = gemm_floor.profile_gemms(step)
+    ops = [g.op for g in profiled.gemms]
+    assert ops.count("aten::addmm_") == 2 and ops.count("aten::mm") == 4, ops  # per chunk: logits, dL/dx; dL/dW
+    assert sum(g.flops() for g in profiled.gemms) == 3 * 2 * 8 * 16 * 32  # the plain layer's three products
+    gemm_floor.replay(profiled.gemms, torch.float32, "cpu")()
+
+
 def test_bench_reports_the_step_against_its_gemm_floor() -> None:
     rows = benchmark(["--model", "tiny", "--seq", "16", "--batch", "2", "--vocab", "256", "--repeats", "2",
                       "--steps", "1", "--warmup", "1", "--threads", "1", "--device", "cpu", "--gemm-floor"])

@@ -84,6 +84,34 @@ def test_validation_line(tokens_per_s: float, text: str) -> None:
         "val/ppl 4.48  took 30s")
 
 
+def test_a_quiet_run_prints_a_training_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """No validation for quiet_s seconds (a ladder piece validating only at its end): one training line, then
+    quiet again until the next quiet_s; a validation line restarts the count."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from ffn_zoo.training.reporting.progress import ThroughputMonitor, ValidationLines
+
+    now = [0.0]
+    lines = ValidationLines(ThroughputMonitor(4096), quiet_s=120.0, clock=lambda: now[0])
+    trainer = SimpleNamespace(is_global_zero=True, global_step=0, max_steps=1000, sanity_checking=False,
+                              callback_metrics={"train/loss": torch.tensor(6.125)})
+    lines.on_train_start(trainer, None)
+    printed = []
+    for step, t in [(1, 30.0), (2, 119.0), (3, 121.0), (4, 200.0), (5, 242.0)]:
+        trainer.global_step, now[0] = step, t
+        lines.on_train_batch_end(trainer, None)
+        printed += [ln for ln in capsys.readouterr().out.splitlines() if ln]
+    assert printed == ["step 3/1000  train/loss 6.12  ETA 11h10m", "step 5/1000  train/loss 6.12  ETA 13h22m"]
+    trainer.callback_metrics = {"val/loss": torch.tensor(5.0), "val/ppl": torch.tensor(148.4)}
+    now[0] = 300.0
+    lines.on_validation_end(trainer, None)
+    now[0] = 400.0
+    lines.on_train_batch_end(trainer, None)  # 100 s after the validation line: still quiet
+    assert capsys.readouterr().out.splitlines() == ["step 5/1000  val/loss 5.00  val/ppl 148  ETA 16h35m"]
+
+
 def test_lightning_lines_the_banner_already_says_are_dropped_and_the_rest_kept() -> None:
     import logging
 

@@ -80,7 +80,8 @@ def test_loss_is_on_masked_positions_only() -> None:
     torch.manual_seed(0)
     model = TransformerLM(ModelConfig(vocab_size=V + 1, seq_len=32, d_model=32, n_layers=1, n_heads=2,
                                       ffn=FFNSpec(hidden=64), causal=False))
-    module = LitLM(model, compose([]).optim, max_steps=10, objective=Objective("mlm", corpus_vocab=V))
+    module = LitLM(model, compose([]).optim, max_steps=10, objective=Objective("mlm", corpus_vocab=V),
+                   fused_loss=False)
     batch = torch.randint(0, V, (4, 33))
     x, y = module.objective(batch, train=False)
     chosen = y != IGNORE_INDEX
@@ -100,7 +101,8 @@ def test_projecting_only_the_chosen_positions_trains_as_the_full_output_layer_do
                       causal=False)
     full, chosen_only = TransformerLM(cfg), TransformerLM(cfg)
     chosen_only.load_state_dict(full.state_dict())
-    module = LitLM(chosen_only, compose([]).optim, max_steps=30, objective=Objective("mlm", corpus_vocab=V))
+    module = LitLM(chosen_only, compose([]).optim, max_steps=30, objective=Objective("mlm", corpus_vocab=V),
+                   fused_loss=False)
     batch = torch.randint(0, V, (8, 33))
     x, y = module.objective(batch, train=False)
     torch.testing.assert_close(chosen_only(x, select=y != IGNORE_INDEX), full(x)[y != IGNORE_INDEX], rtol=0, atol=1e-6)

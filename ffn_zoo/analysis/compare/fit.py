@@ -121,7 +121,6 @@ def fit_pair(base: dict[int, dict[Any, float]], other: dict[int, dict[Any, float
     floor = float(min(yb.min(), yo.min()))
     loose = e_lo is not None and e_hi - e_lo > 0.5 * floor
     identifiable = not free["e_at_bound"] and not loose and not any(f["e_at_bound"] for f in per_seed_e)
-    e_fixed = None if identifiable else 0.0
     f = free if identifiable else fit_curves(x, yb, yo, 0.0)
     boots = per_seed_e if identifiable else [fit_curves(x, *_mean_curves(base, other, s, budgets), 0.0) for s in one]
     out: dict[str, Any] = {**{k: v for k, v in f.items() if k != "e_at_bound"}, **_derived(f, budgets, d0),

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig
 
-from ffn_zoo.errors import ConfigError
+from ffn_zoo.errors import ConfigError, UnknownNameError
 from ffn_zoo.training.recipe.optim import decay_steps_of, warmup_steps_of
 
 # k, M, G: 10^3, 10^6, 10^9 tokens; Ki, Mi, Gi: 2^10, 2^20, 2^30 (0.25Mi = 64 steps of 32 × 128 tokens)
@@ -109,6 +109,15 @@ def plan_ladder(budgets: Any, optim: Mapping[str, Any], tokens_per_step: int, ma
                               f"start at step {r.branch_step}, before the {warmup}-step warm-up ends or at step 0; "
                               f"give a larger budget or a shorter optim.warmup / optim.decay_fraction")
     return Plan(tuple(rungs), warmup, tokens_per_step)
+
+
+VALIDATE = ("every", "ends")  # ladder.validate: every val_check_interval steps, or only at each piece's end
+
+
+def check_validate(value: str) -> str:
+    if value not in VALIDATE:
+        raise UnknownNameError("ladder.validate", value, VALIDATE)
+    return value
 
 
 def plan_of(cfg: DictConfig) -> Plan:

@@ -15,7 +15,9 @@ Why a branch equals the plain run:
 - the data: batch k is a function of (seed, k) alone (``StepSampler``, the stream), not of trainer.max_steps;
 - the training RNG stream (dropout), optimizer moments and loop counters come from the checkpoint
   (``lifecycle/checkpoint.py``); validation runs every trainer.val_check_interval steps and at the end, as in any run,
-  and draws nothing from the training stream.
+  and draws nothing from the training stream. ``ladder.validate=ends`` validates each piece only at its last step
+  (the trunk at its last branch point, a branch at its budget): the scored numbers and the training are the same,
+  the curves between are not drawn, and a ladder spends its validation time only where something is scored.
 
 Layout of ``<run>/`` (the Hydra job folder):
     ladder.json        the plan (budgets -> steps, warm-up, cooldowns); marks the folder as a ladder
@@ -44,7 +46,7 @@ from omegaconf import DictConfig, OmegaConf
 from ffn_zoo.atomic import atomic_write, write_json
 from ffn_zoo.errors import CheckpointError
 from ffn_zoo.training.lifecycle.checkpoint import MUST_MATCH, Checkpointing, first_difference, load_checkpoint
-from ffn_zoo.training.ladder.plan import Plan, Rung, describe_plan, plan_of
+from ffn_zoo.training.ladder.plan import Plan, Rung, check_validate, describe_plan, plan_of
 from ffn_zoo.training.lifecycle.runs import CKPT_DIR, resume_point
 from ffn_zoo.training.reporting.progress import time_line
 
@@ -92,11 +94,18 @@ def _with(cfg: DictConfig, changes: Mapping[str, Any]) -> DictConfig:
     return out
 
 
-def piece_changes(plan: Plan, rung: Rung | None, ckpt: Path | None) -> dict[str, Any]:
-    """The overrides that make the ladder's config the trunk's (``rung`` None) or a rung's plain WSD run."""
-    return {"trainer.max_steps": rung.steps if rung else plan.trunk_steps,
-            "optim.schedule": "wsd" if rung else "constant", "optim.warmup": plan.warmup,
-            "ladder.budgets": None, "ckpt_path": str(ckpt) if ckpt else None}
+def piece_changes(plan: Plan, rung: Rung | None, ckpt: Path | None, validate: str = "every",
+                  val_check_interval: int = 1) -> dict[str, Any]:
+    """The overrides that make the ladder's config the trunk's (``rung`` None) or a rung's plain WSD run.
+    ``validate="ends"`` (``ladder.validate``): the piece validates once, at its last step."""
+    end = rung.steps if rung else plan.trunk_steps
+    changes = {"trainer.max_steps": end, "optim.schedule": "wsd" if rung else "constant", "optim.warmup": plan.warmup,
+               "ladder.budgets": None, "ckpt_path": str(ckpt) if ckpt else None}
+    if check_validate(validate) == "ends":  # validation never touches training: the same weights either way
+        # the end validated as under "every": inside the loop where the interval divides it, else by the closing
+        # validation (end + 1 is never reached), so TensorBoard draws the point at the same step in both modes
+        changes["trainer.val_check_interval"] = end if end % val_check_interval == 0 else end + 1
+    return changes
 
 
 def _write_hydra(folder: Path, cfg: DictConfig, changes: Mapping[str, Any]) -> None:
@@ -212,7 +221,7 @@ def _trunk(cfg: DictConfig, plan: Plan, root: Path, train_one: Callable[..., dic
         if point is not None and not point.is_file():  # stopped right at a branch point, before keeping it
             _copy(resume, point)
         print(f"ladder   trunk resumes at step {step}", flush=True)
-    changes = piece_changes(plan, None, resume)
+    changes = piece_changes(plan, None, resume, cfg.ladder.validate, cfg.trainer.val_check_interval)
     trunk_cfg = _with(cfg, changes)
     _write_hydra(folder, trunk_cfg, changes)
     train_one(trunk_cfg, folder, callbacks=[BranchPoints(points)], extra_metrics={
@@ -228,7 +237,7 @@ def _branch(cfg: DictConfig, plan: Plan, rung: Rung, root: Path, train_one: Call
     if not start.is_file():
         raise CheckpointError(f"ladder: {parent} (the trunk's state at step {rung.branch_step}) is missing; "
                               f"delete {root / TRUNK} to train the trunk again")
-    changes = piece_changes(plan, rung, start)
+    changes = piece_changes(plan, rung, start, cfg.ladder.validate, cfg.trainer.val_check_interval)
     branch_cfg = _with(cfg, changes)
     _write_hydra(folder, branch_cfg, changes)
     train_one(branch_cfg, folder, callbacks=[BranchSchedule()], extra_metrics={
@@ -240,11 +249,15 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
     """Train a whole ladder (``train_one`` is ``ffn_zoo.train.run``); write its summary and return it."""
     started = time.time()
     plan = plan_of(cfg)
+    check_validate(cfg.ladder.validate)  # a typo fails before any training
     found = resume_point(cfg.ckpt_path, Path(cfg.log_dir), run_dir, marker=MANIFEST, kind="ladder")
     root = run_dir if found is None else found.parent  # a new ladder, or the one ckpt_path names, to continue it
     added = _open(root, plan, cfg)
     for line in describe_plan(plan, cfg.optim):
         print(line, flush=True)
+    if cfg.ladder.validate == "ends":
+        print("ladder   validates only where a budget is scored: the trunk at its last step, each branch at its "
+              "budget (ladder.validate=ends)", flush=True)
     if root != run_dir:
         print(f"ladder   continuing {root}", flush=True)
 

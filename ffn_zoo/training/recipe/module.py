@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from lightning.pytorch.plugins.precision import MixedPrecision
 from torch.optim.lr_scheduler import LambdaLR
 
+from ffn_zoo.nn.losses import linear_cross_entropy
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.training.recipe.objectives import IGNORE_INDEX, Objective
 from ffn_zoo.training.recipe.optim import build_optimizer, lr_schedule
@@ -32,6 +33,8 @@ class LitLM(L.LightningModule):
         val_bytes: int | None = None,
         objective: Objective | None = None,
         val_sets: Sequence[tuple[str, int | None]] = (),
+        *,
+        fused_loss: bool,
     ) -> None:
         super().__init__()
         self.model = model
@@ -41,6 +44,7 @@ class LitLM(L.LightningModule):
         self.val_bytes = val_bytes
         self.objective = objective or Objective("clm")  # batch -> (inputs, targets); mlm: masked positions only
         self.val_sets = list(val_sets)
+        self.fused_loss = fused_loss  # impl.fused_loss: the output layer and cross-entropy by row chunks (nn/losses.py)
         self._val_nll = torch.zeros(1 + len(self.val_sets), dtype=torch.float64)  # (sets,): main split first
         self._val_count = torch.zeros(1 + len(self.val_sets), dtype=torch.float64)
         self.last_val: dict[str, float] = {}
@@ -56,6 +60,12 @@ class LitLM(L.LightningModule):
 
     def nll(self, x: torch.Tensor, y: torch.Tensor, reduction: str) -> torch.Tensor:
         """Cross-entropy of targets ``y`` (B, T) given inputs ``x`` (B, T); IGNORE_INDEX targets carry none."""
+        if self.fused_loss:  # the logits never held whole: nn/losses.py
+            chosen = y != IGNORE_INDEX if self.objective.name == "mlm" else None  # (B, T): mlm projects only those
+            h = self.model(x, select=chosen, head=False)  # (N, C) or (B, T, C)
+            targets = y[chosen] if chosen is not None else y.flatten()  # (N,) or (B·T,)
+            return linear_cross_entropy(h.flatten(0, -2), self.model.head.weight, targets, ignore_index=IGNORE_INDEX,
+                                        reduction=reduction)
         if self.objective.name == "mlm":  # only the chosen positions are scored: project only those (N of B·T)
             chosen = y != IGNORE_INDEX  # (B, T)
             logits = self.model(x, select=chosen)  # (N, V)

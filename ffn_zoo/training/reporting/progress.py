@@ -2,7 +2,8 @@
 
 A log file (a sweep's, CI's, ``> log``) gets no carriage-return redraws: tqdm bars written to a file
 become dozens of lines per validation. There each validation prints
-``step 120/240  val/loss 6.31  val/ppl 550  3.9k tok/s  ETA 2m``.
+``step 120/240  val/loss 6.31  val/ppl 550  3.9k tok/s  ETA 2m``, and a run that has printed nothing for
+``ValidationLines.quiet_s`` (a ladder piece validating only at its end) prints ``step 640/1638  train/loss 6.12  ...``.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def validation_line(step: int, max_steps: int, metrics: dict[str, Any], tokens_p
                     elapsed: float, steps_done: int) -> str:
     """``step 120/240  val/loss 6.31  val/ppl 550  3.9k tok/s  ETA 2m`` (ETA from the wall time so far)."""
     parts = [f"step {step}/{max_steps}"]
+    if "val/loss" not in metrics and "train/loss" in metrics:  # a progress line between validations
+        parts.append(f"train/loss {float(metrics['train/loss']):.2f}")
     if "val/loss" in metrics:
         parts.append(f"val/loss {float(metrics['val/loss']):.2f}")
     if "val/ppl" in metrics:
@@ -107,23 +110,34 @@ class ThroughputMonitor(L.Callback):
 
 
 class ValidationLines(L.Callback):
-    """Prints :func:`validation_line` after each validation (not the sanity check), on rank zero.
-    ``throughput`` gives the run's mean tokens/s."""
+    """Prints :func:`validation_line` after each validation (not the sanity check), on rank zero, and a training
+    line after a step when nothing was printed for ``quiet_s`` seconds. ``throughput`` gives the mean tokens/s."""
 
-    def __init__(self, throughput: ThroughputMonitor) -> None:
-        self.throughput = throughput
-        self._start, self._first_step = time.perf_counter(), 0
+    def __init__(self, throughput: ThroughputMonitor, quiet_s: float = 120.0,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.throughput, self.quiet_s, self.clock = throughput, quiet_s, clock
+        self._start = self._printed = clock()
+        self._first_step = 0
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._start, self._first_step = time.perf_counter(), trainer.global_step  # a resumed run counts from here
+        self._start = self._printed = self.clock()
+        self._first_step = trainer.global_step  # a resumed run counts from here
+
+    def _print(self, trainer: L.Trainer, metrics: dict[str, Any]) -> None:
+        now = self.clock()
+        print(validation_line(trainer.global_step, trainer.max_steps, metrics, self.throughput.mean_tokens_per_s,
+                              now - self._start, trainer.global_step - self._first_step), flush=True)
+        self._printed = now
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
+        if trainer.is_global_zero and self.clock() - self._printed >= self.quiet_s:
+            loss = trainer.callback_metrics.get("train/loss")
+            self._print(trainer, {} if loss is None else {"train/loss": float(loss)})
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking or not trainer.is_global_zero:
             return
-        metrics = {k: v.item() if hasattr(v, "item") else v for k, v in trainer.callback_metrics.items()}
-        line = validation_line(trainer.global_step, trainer.max_steps, metrics, self.throughput.mean_tokens_per_s,
-                               time.perf_counter() - self._start, trainer.global_step - self._first_step)
-        print(line, flush=True)
+        self._print(trainer, {k: v.item() if hasattr(v, "item") else v for k, v in trainer.callback_metrics.items()})
 
 
 class StepProgressBar(TQDMProgressBar):
