@@ -1,4 +1,5 @@
-"""Regenerate the GLU study's generated blocks (experiments/glu_variants/README.md and width/README.md) from the
+"""Regenerate the GLU study's generated blocks (experiments/glu_variants/README.md, width/README.md and
+mlm_ladder_8Mi/README.md) from the
 committed compare outputs: the headline table, the baseline losses, the width and objective tables, the numbers
 quoted in the text, and every section table.
 
@@ -49,9 +50,11 @@ SHAPES = (
     Shape("causal LM", "d 256 × 4 (`mini`)", "wikipedia_ladder"),
     Shape("causal LM", "d 512 × 4", "width/d512_2seeds"),
     Shape("causal LM", "d 768 × 4", "width", setting=4),
+    Shape("causal LM", "d 256 × 12", "depth/l12_seed0"),  # issue 44's first depth pair
     Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base"),
-    Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder"),
+    Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder_8Mi"),  # 0.25-8 Mi; its 0.25-4 Mi 3-seed ladders: mlm_ladder
 )
+HEADLINE_BUDGETS = (*BUDGETS, 8_388_608)  # 8 Mi: MLM only (issue 41)
 WIDTH_AXIS = "width"  # every 4-layer width over 0.26-2.1 M tokens: ladder_setting 1..4 = d 128, 256, 512, 768
 
 
@@ -108,12 +111,12 @@ def seeds_cell(rows: dict[int, dict[str, Any]]) -> str:
 
 
 def headline() -> str:
-    lines = ["| objective | shape (d × layers) | seeds | " + " | ".join(mi(t) for t in BUDGETS)
+    lines = ["| objective | shape (d × layers) | seeds | " + " | ".join(mi(t) for t in HEADLINE_BUDGETS)
              + " | crossing [95%] | × GELU's tokens at the largest budget |",
-             "|---|---|---|" + "---:|" * len(BUDGETS) + "---|---|"]
+             "|---|---|---|" + "---:|" * len(HEADLINE_BUDGETS) + "---|---|"]
     for s in SHAPES:
         rows = delta_rows(s)
-        cells = [delta_cell(rows.get(t), max(paired(r)[3] for r in rows.values())) for t in BUDGETS]
+        cells = [delta_cell(rows.get(t), max(paired(r)[3] for r in rows.values())) for t in HEADLINE_BUDGETS]
         top = max(rows)
         lines.append(f"| {s.objective} | {s.shape} | {seeds_cell(rows)} | " + " | ".join(cells)
                      + f" | {crossing_cell(trend(s))} | {multiplier_cell(multiplier(s, top))} at {mi(top)} |")
@@ -157,7 +160,7 @@ def width() -> str:
 
 def objectives() -> str:
     """Causal LM against MLM at `mini`, both held-out sets, with MLM's multiplier at every budget."""
-    clm, mlm = SHAPES[1], SHAPES[5]
+    clm, mlm = SHAPES[1], MLM
     lines = ["| objective | held-out set | " + " | ".join(mi(t) for t in BUDGETS) + " | slope per 10× [95%] |",
              "|---|---|" + "---:|" * len(BUDGETS) + "---|"]
     for s in (clm, mlm):
@@ -201,7 +204,30 @@ def gelu_at(shape: Shape, budgets: tuple[int, int] = (1_048_576, 2_097_152)) -> 
             + f" ({' / '.join(str(r['n']) for r in rows)} seeds)")
 
 
-CLM, D512, D768, BERT, MLM = SHAPES[1], SHAPES[2], SHAPES[3], SHAPES[4], SHAPES[5]
+def mlm_8mi() -> str:
+    """The MLM ladders grown to 8 Mi (issue 41): Δ on both held-out sets, the trend over 2-8 Mi, the multiplier."""
+    lines = ["| held-out set | seeds | " + " | ".join(mi(t) for t in HEADLINE_BUDGETS) + " | slope per 10× over 2–8 Mi |",
+             "|---|---|" + "---:|" * len(HEADLINE_BUDGETS) + "---|"]
+    for held, name in (("", "Wikipedia"), ("c4", "C4")):
+        rows = delta_rows(MLM8, held)
+        lines.append(f"| {name} | {seeds_cell(rows)} | " + " | ".join(delta_cell(rows.get(b)) for b in HEADLINE_BUDGETS)
+                     + f" | {late_slope(held)} |")
+    lines.append("| × GELU's tokens (Wikipedia) | | " + " | ".join(multiplier_cell(multiplier(MLM8, b))
+                                                                  for b in HEADLINE_BUDGETS) + " | |")
+    return "\n".join(lines)
+
+
+def late_slope(held: str) -> str:
+    """The trend over 2-8 Mi, from the report compare wrote with ``--budgets 2Mi 4Mi 8Mi`` (mlm_ladder_8Mi/late)."""
+    t = trend(MLM8_LATE, held)
+    if t.get("slope_lo") is None:
+        return f"{nats(t['slope_per_decade'])} ({len(t['seeds_used'])} seed)"
+    return f"{nats(t['slope_per_decade'])} [{nats(t['slope_lo'])}, {nats(t['slope_hi'])}]"
+
+
+CLM, D512, D768, BERT, MLM8 = SHAPES[1], SHAPES[2], SHAPES[3], SHAPES[5], SHAPES[6]
+MLM = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder")  # 0.25-4 Mi, the committed 3 seeds (issue 22)
+MLM8_LATE = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder_8Mi/late")
 NUMBERS: dict[str, Callable[[], str]] = {
     "n-clm-1Mi": lambda: delta_cell(delta_rows(CLM)[1_048_576]),
     "n-clm-4Mi": lambda: delta_cell(delta_rows(CLM)[4_194_304]),
@@ -216,6 +242,10 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "n-bert": lambda: f"{seed_delta(BERT, 262_144, '0')} / {seed_delta(BERT, 524_288, '0')}",
     "n-mlm-crossing": lambda: crossing_cell(trend(MLM)).replace(" (SwiGLU falls behind)", ""),
     "n-mlm-4Mi": lambda: delta_cell(delta_rows(MLM)[4_194_304]),
+    "n-mlm-8Mi": lambda: delta_cell(delta_rows(MLM8)[8_388_608]),
+    "n-mlm-8Mi-c4": lambda: delta_cell(delta_rows(MLM8, "c4")[8_388_608]),
+    "n-mlm-8Mi-x": lambda: multiplier_cell(multiplier(MLM8, 8_388_608)),
+
     "n-gelu-d256": lambda: gelu_at(CLM),
     "n-gelu-d512": lambda: gelu_at(D512),
     "n-gelu-d768": lambda: gelu_at(D768),
@@ -225,12 +255,22 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "glu-baseline": lambda: "\n" + baseline() + "\n",
     "glu-width": lambda: "\n" + width() + "\n",
     "glu-objectives": lambda: "\n" + objectives() + "\n",
+    "glu-mlm-8Mi": lambda: "\n" + mlm_8mi() + "\n",
     "glu-ladder": lambda: "\n" + ladder() + "\n",
     **NUMBERS,
 }
 
 
 WIDTH_README = GLU / "width" / "README.md"
+MLM8_README = GLU / "mlm_ladder_8Mi" / "README.md"
+MLM8_BLOCKS: dict[str, Callable[[], str]] = {  # issue 41's folder: its table and numbers, from its own report
+    "glu-mlm-8Mi": BLOCKS["glu-mlm-8Mi"], **{k: v for k, v in NUMBERS.items() if k.startswith("n-mlm-8Mi")},
+    "n-mlm-8Mi-seeds": lambda: str(paired(delta_rows(MLM8)[8_388_608])[3]),
+    "n-mlm-8Mi-slope": lambda: late_slope(""),
+    "n-mlm-8Mi-slope-c4": lambda: late_slope("c4"),
+    "n-mlm-8Mi-at-4Mi": lambda: delta_cell(delta_rows(MLM8)[4_194_304]),
+    "n-mlm-4Mi": NUMBERS["n-mlm-4Mi"],
+}
 
 
 def documents() -> dict[Path, dict[str, Callable[[], str]]]:
@@ -239,7 +279,7 @@ def documents() -> dict[Path, dict[str, Callable[[], str]]]:
     from scripts.glu_section_tables import SECTION_BLOCKS  # here, not at the top: `python scripts/glu_tables.py`
     from scripts.width_tables import WIDTH_BLOCKS  # puts the repository on sys.path first
 
-    return {README: {**BLOCKS, **SECTION_BLOCKS}, WIDTH_README: WIDTH_BLOCKS}
+    return {README: {**BLOCKS, **SECTION_BLOCKS}, WIDTH_README: WIDTH_BLOCKS, MLM8_README: MLM8_BLOCKS}
 
 
 def render(text: str, path: Path = README) -> str:
