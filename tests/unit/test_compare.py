@@ -175,3 +175,14 @@ def test_a_setting_added_at_its_old_value_splits_nothing(tmp_path) -> None:
     moved = [load_run(make_run(tmp_path / "moved", f, 0, 5.2, model__residual_std=0.004)) for f in ("gelu", "swiglu")]
     assert len(group_runs(old + new)[1]) == 1
     assert len(group_runs(old + moved)[1]) == 2
+
+
+@pytest.mark.parametrize("key", ["ladder.validate", "trainer.val_check_interval"])
+def test_where_a_run_validates_is_not_a_setting(key: str) -> None:
+    """Validating at every interval or only where a budget is scored trains the same run and scores the same
+    points, so ladders run either way pool into one setting (a depth axis pools committed and new ladders)."""
+    from ffn_zoo.analysis.compare.runs import experiment_key
+
+    base = {"ffn.name": "gelu", "model.n_layers": 12, "seed": 0}
+    assert experiment_key({**base, key: "every"}) == experiment_key({**base, key: "ends"}) == experiment_key(base)
+    assert experiment_key({**base, "model.n_layers": 4}) != experiment_key(base)  # a real setting still splits

@@ -28,6 +28,7 @@ IGNORED_KEYS = (
     "trainer.val_check_interval", "trainer.num_sanity_val_steps", "data.val_batch_size", "data.num_workers",
     "data.cache_dir",
     "data.extra_val",  # extra held-out sets are scored, never trained on (data.extra_val_defaults too)
+    "ladder.validate",  # where a ladder validates between its scored points: the same training, the same scores
 )
 
 # Shazeer 2020, Table 1: held-out log-perplexity of T5-base on C4 after 65,536 steps (span-corruption
