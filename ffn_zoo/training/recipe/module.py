@@ -60,19 +60,15 @@ class LitLM(L.LightningModule):
 
     def nll(self, x: torch.Tensor, y: torch.Tensor, reduction: str) -> torch.Tensor:
         """Cross-entropy of targets ``y`` (B, T) given inputs ``x`` (B, T); IGNORE_INDEX targets carry none."""
+        chosen = y != IGNORE_INDEX if self.objective.name == "mlm" else None  # (B, T): mlm scores only those
+        targets = y[chosen] if chosen is not None else y.flatten()  # (N,) or (B·T,)
         if self.fused_loss:  # the logits never held whole: nn/losses.py
-            chosen = y != IGNORE_INDEX if self.objective.name == "mlm" else None  # (B, T): mlm projects only those
             h = self.model(x, select=chosen, head=False)  # (N, C) or (B, T, C)
-            targets = y[chosen] if chosen is not None else y.flatten()  # (N,) or (B·T,)
             return linear_cross_entropy(h.flatten(0, -2), self.model.head.weight, targets, ignore_index=IGNORE_INDEX,
                                         reduction=reduction)
-        if self.objective.name == "mlm":  # only the chosen positions are scored: project only those (N of B·T)
-            chosen = y != IGNORE_INDEX  # (B, T)
-            logits = self.model(x, select=chosen)  # (N, V)
-            return F.cross_entropy(logits.float(), y[chosen], reduction=reduction)
-        logits = self.model(x)  # (B, T, V)
-        y = y.flatten()  # (B·T,)
-        return F.cross_entropy(logits.flatten(0, 1).float(), y, reduction=reduction, ignore_index=IGNORE_INDEX)
+        # mlm projects only the chosen positions (N of B·T); clm every one
+        logits = self.model(x, select=chosen)  # (N, V) or (B, T, V)
+        return F.cross_entropy(logits.flatten(0, -2).float(), targets, reduction=reduction, ignore_index=IGNORE_INDEX)
 
     def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
         loss = self.loss(batch, "mean")
