@@ -66,8 +66,8 @@ class LitLM(L.LightningModule):
             h = self.model(x, select=chosen, head=False)  # (N, C) or (B, T, C)
             return linear_cross_entropy(h.flatten(0, -2), self.model.head.weight, targets, ignore_index=IGNORE_INDEX,
                                         reduction=reduction)
-        # mlm projects only the chosen positions (N of B·T); clm every one
-        logits = self.model(x, select=chosen)  # (N, V) or (B, T, V)
+        # mlm projects only the chosen positions (N of B·T); clm needs no more of a model than forward(idx)
+        logits = self.model(x) if chosen is None else self.model(x, select=chosen)  # (B, T, V) or (N, V)
         return F.cross_entropy(logits.flatten(0, -2).float(), targets, reduction=reduction, ignore_index=IGNORE_INDEX)
 
     def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
