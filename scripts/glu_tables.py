@@ -45,15 +45,18 @@ class Shape:
     setting: int = 1  # the report's ladder_setting (the width axis holds several)
 
 
-SHAPES = (
-    Shape("causal LM", "d 128 × 4", "width/d128"),
-    Shape("causal LM", "d 256 × 4 (`mini`)", "wikipedia_ladder"),
-    Shape("causal LM", "d 512 × 4", "width/d512_2seeds"),
-    Shape("causal LM", "d 768 × 4", "width", setting=4),
-    Shape("causal LM", "d 256 × 12", "depth/l12_seed0"),  # issue 44's first depth pair
-    Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base"),
-    Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder_8Mi"),  # 0.25-8 Mi; its 0.25-4 Mi 3-seed ladders: mlm_ladder
-)
+D128 = Shape("causal LM", "d 128 × 4", "width/d128")
+CLM = Shape("causal LM", "d 256 × 4 (`mini`)", "wikipedia_ladder")
+D512 = Shape("causal LM", "d 512 × 4", "width/d512_2seeds")
+D768 = Shape("causal LM", "d 768 × 4", "width", setting=4)
+DEPTH_AXIS = "depth"  # d 256 over 0.25-2 Mi (issue 44): ladder_setting 1..4 = 4 (the committed map), 2, 8, 12 layers
+DEPTHS = {2: 2, 1: 4, 3: 8, 4: 12}  # ladder_setting -> layers, in the order of depth
+L2 = Shape("causal LM", "d 256 × 2", DEPTH_AXIS, setting=2)
+L8 = Shape("causal LM", "d 256 × 8", DEPTH_AXIS, setting=3)
+L12 = Shape("causal LM", "d 256 × 12", DEPTH_AXIS, setting=4)
+BERT = Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base")
+MLM8 = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder_8Mi")  # 0.25-8 Mi; its 0.25-4 Mi 3-seed ladders: mlm_ladder
+SHAPES = (D128, CLM, D512, D768, L2, L8, L12, BERT, MLM8)
 HEADLINE_BUDGETS = (*BUDGETS, 8_388_608)  # 8 Mi: MLM only (issue 41)
 WIDTH_AXIS = "width"  # every 4-layer width over 0.26-2.1 M tokens: ladder_setting 1..4 = d 128, 256, 512, 768
 
@@ -142,20 +145,31 @@ def baseline() -> str:
     return "\n".join(lines)
 
 
-def width() -> str:
-    """The width axis as compare fitted it: every 4-layer width over the same four budgets, both held-out sets."""
+def axis_table(folder: str, settings: dict[int, int], name: str) -> str:
+    """One axis as compare fitted it (``--axis``): a row per setting over the same four budgets, both held-out sets;
+    ``settings`` maps the report's ladder_setting to the axis value, in the rows' order."""
     budgets = BUDGETS[:4]
-    lines = ["| d (4 layers) | seeds | " + " | ".join(mi(t) for t in budgets)
+    lines = [f"| {name} | seeds | " + " | ".join(mi(t) for t in budgets)
              + " | crossing [95%], Wikipedia | crossing [95%], C4 | × GELU's tokens at 2 Mi |",
              "|---:|---|" + "---:|" * len(budgets) + "---|---|---|"]
-    for setting, d in enumerate((128, 256, 512, 768), start=1):
-        s = Shape("causal LM", f"d {d}", WIDTH_AXIS, setting)
+    for setting, value in settings.items():
+        s = Shape("causal LM", f"{name} {value}", folder, setting)
         rows = delta_rows(s)
         most = max(paired(r)[3] for r in rows.values())
-        lines.append(f"| {d} | {seeds_cell(rows)} | " + " | ".join(delta_cell(rows.get(t), most) for t in budgets)
+        lines.append(f"| {value} | {seeds_cell(rows)} | " + " | ".join(delta_cell(rows.get(t), most) for t in budgets)
                      + f" | {crossing_cell(trend(s))} | {crossing_cell(trend(s, 'c4'))} | "
                      f"{multiplier_cell(multiplier(s, budgets[-1]))} |")
     return "\n".join(lines)
+
+
+def width() -> str:
+    """The width axis: every 4-layer width over 0.25-2 Mi (issue 21)."""
+    return axis_table(WIDTH_AXIS, {1: 128, 2: 256, 3: 512, 4: 768}, "d (4 layers)")
+
+
+def depth() -> str:
+    """The depth axis: d 256 at 2, 4, 8 and 12 layers over 0.25-2 Mi (issue 44)."""
+    return axis_table(DEPTH_AXIS, DEPTHS, "layers (d 256)")
 
 
 def objectives() -> str:
@@ -225,7 +239,6 @@ def late_slope(held: str) -> str:
     return f"{nats(t['slope_per_decade'])} [{nats(t['slope_lo'])}, {nats(t['slope_hi'])}]"
 
 
-CLM, D512, D768, BERT, MLM8 = SHAPES[1], SHAPES[2], SHAPES[3], SHAPES[5], SHAPES[6]
 MLM = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder")  # 0.25-4 Mi, the committed 3 seeds (issue 22)
 MLM8_LATE = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder_8Mi/late")
 NUMBERS: dict[str, Callable[[], str]] = {
@@ -254,6 +267,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "glu-headline": lambda: "\n" + headline() + "\n",
     "glu-baseline": lambda: "\n" + baseline() + "\n",
     "glu-width": lambda: "\n" + width() + "\n",
+    "glu-depth": lambda: "\n" + depth() + "\n",
     "glu-objectives": lambda: "\n" + objectives() + "\n",
     "glu-mlm-8Mi": lambda: "\n" + mlm_8mi() + "\n",
     "glu-ladder": lambda: "\n" + ladder() + "\n",
