@@ -174,7 +174,7 @@ def depth() -> str:
 
 def objectives() -> str:
     """Causal LM against MLM at `mini`, both held-out sets, with MLM's multiplier at every budget."""
-    clm, mlm = SHAPES[1], MLM
+    clm, mlm = CLM, MLM
     lines = ["| objective | held-out set | " + " | ".join(mi(t) for t in BUDGETS) + " | slope per 10× [95%] |",
              "|---|---|" + "---:|" * len(BUDGETS) + "---|"]
     for s in (clm, mlm):
