@@ -145,14 +145,17 @@ def baseline() -> str:
     return "\n".join(lines)
 
 
-def axis_table(folder: str, settings: dict[int, int], name: str) -> str:
+def axis_table(folder: str, settings: dict[int, int], name: str, key: str) -> str:
     """One axis as compare fitted it (``--axis``): a row per setting over the same four budgets, both held-out sets;
-    ``settings`` maps the report's ladder_setting to the axis value, in the rows' order."""
+    ``settings`` maps the report's ladder_setting to the axis value ``key``, in the rows' order (checked against the
+    report: compare numbers settings in the order of the folders it was given)."""
     budgets = BUDGETS[:4]
     lines = [f"| {name} | seeds | " + " | ".join(mi(t) for t in budgets)
              + " | crossing [95%], Wikipedia | crossing [95%], C4 | × GELU's tokens at 2 Mi |",
              "|---:|---|" + "---:|" * len(budgets) + "---|---|---|"]
     for setting, value in settings.items():
+        found = report(folder)["ladder_settings"][setting - 1][key]
+        assert found == value, f"{folder}: ladder_setting {setting} has {key}={found}, not {value}"
         s = Shape("causal LM", f"{name} {value}", folder, setting)
         rows = delta_rows(s)
         most = max(paired(r)[3] for r in rows.values())
@@ -164,12 +167,12 @@ def axis_table(folder: str, settings: dict[int, int], name: str) -> str:
 
 def width() -> str:
     """The width axis: every 4-layer width over 0.25-2 Mi (issue 21)."""
-    return axis_table(WIDTH_AXIS, {1: 128, 2: 256, 3: 512, 4: 768}, "d (4 layers)")
+    return axis_table(WIDTH_AXIS, {1: 128, 2: 256, 3: 512, 4: 768}, "d (4 layers)", "model.d_model")
 
 
 def depth() -> str:
     """The depth axis: d 256 at 2, 4, 8 and 12 layers over 0.25-2 Mi (issue 44)."""
-    return axis_table(DEPTH_AXIS, DEPTHS, "layers (d 256)")
+    return axis_table(DEPTH_AXIS, DEPTHS, "layers (d 256)", "model.n_layers")
 
 
 def objectives() -> str:
