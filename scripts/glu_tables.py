@@ -1,5 +1,5 @@
-"""Regenerate the GLU study's generated blocks (experiments/glu_variants/README.md, width/README.md and
-mlm_ladder_8Mi/README.md) from the
+"""Regenerate the GLU study's generated blocks (experiments/glu_variants/README.md, width/README.md,
+mlm_ladder_8Mi/README.md and depth/README.md) from the
 committed compare outputs: the headline table, the baseline losses, the width and objective tables, the numbers
 quoted in the text, and every section table.
 
@@ -56,7 +56,10 @@ L8 = Shape("causal LM", "d 256 × 8", DEPTH_AXIS, setting=3)
 L12 = Shape("causal LM", "d 256 × 12", DEPTH_AXIS, setting=4)
 BERT = Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base")
 MLM8 = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder_8Mi")  # 0.25-8 Mi; its 0.25-4 Mi 3-seed ladders: mlm_ladder
-SHAPES = (D128, CLM, D512, D768, L2, L8, L12, BERT, MLM8)
+MLM_DEPTH_AXIS = "depth/mlm"  # MLM at d 256 over 0.25-2 Mi (issue 44 step 5): ladder_setting 1 = 4 layers, 2 = 12
+MLM_DEPTHS = {1: 4, 2: 12}
+MLM12 = Shape("MLM", "d 256 × 12", MLM_DEPTH_AXIS, setting=2)
+SHAPES = (D128, CLM, D512, D768, L2, L8, L12, BERT, MLM8, MLM12)
 HEADLINE_BUDGETS = (*BUDGETS, 8_388_608)  # 8 Mi: MLM only (issue 41)
 WIDTH_AXIS = "width"  # every 4-layer width over 0.26-2.1 M tokens: ladder_setting 1..4 = d 128, 256, 512, 768
 
@@ -175,6 +178,11 @@ def depth() -> str:
     return axis_table(DEPTH_AXIS, DEPTHS, "layers (d 256)", "model.n_layers")
 
 
+def depth_mlm() -> str:
+    """The depth axis under MLM: d 256 at 4 and 12 layers over 0.25-2 Mi (issue 44, step 5)."""
+    return axis_table(MLM_DEPTH_AXIS, MLM_DEPTHS, "layers (d 256), MLM", "model.n_layers")
+
+
 def objectives() -> str:
     """Causal LM against MLM at `mini`, both held-out sets, with MLM's multiplier at every budget."""
     clm, mlm = CLM, MLM
@@ -261,6 +269,7 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "n-mlm-8Mi": lambda: delta_cell(delta_rows(MLM8)[8_388_608]),
     "n-mlm-8Mi-c4": lambda: delta_cell(delta_rows(MLM8, "c4")[8_388_608]),
     "n-mlm-8Mi-x": lambda: multiplier_cell(multiplier(MLM8, 8_388_608)),
+    "n-mlm12-2Mi": lambda: delta_cell(delta_rows(MLM12)[2_097_152]),
 
     "n-gelu-d256": lambda: gelu_at(CLM),
     "n-gelu-d512": lambda: gelu_at(D512),
@@ -271,6 +280,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "glu-baseline": lambda: "\n" + baseline() + "\n",
     "glu-width": lambda: "\n" + width() + "\n",
     "glu-depth": lambda: "\n" + depth() + "\n",
+    "glu-depth-mlm": lambda: "\n" + depth_mlm() + "\n",
     "glu-objectives": lambda: "\n" + objectives() + "\n",
     "glu-mlm-8Mi": lambda: "\n" + mlm_8mi() + "\n",
     "glu-ladder": lambda: "\n" + ladder() + "\n",
@@ -280,6 +290,8 @@ BLOCKS: dict[str, Callable[[], str]] = {
 
 WIDTH_README = GLU / "width" / "README.md"
 MLM8_README = GLU / "mlm_ladder_8Mi" / "README.md"
+DEPTH_README = GLU / "depth" / "README.md"
+DEPTH_BLOCKS = {k: BLOCKS[k] for k in ("glu-depth", "glu-depth-mlm")}  # issue 44's folder: both depth axes
 MLM8_BLOCKS: dict[str, Callable[[], str]] = {  # issue 41's folder: its table and numbers, from its own report
     "glu-mlm-8Mi": BLOCKS["glu-mlm-8Mi"], **{k: v for k, v in NUMBERS.items() if k.startswith("n-mlm-8Mi")},
     "n-mlm-8Mi-seeds": lambda: str(paired(delta_rows(MLM8)[8_388_608])[3]),
@@ -296,7 +308,8 @@ def documents() -> dict[Path, dict[str, Callable[[], str]]]:
     from scripts.glu_section_tables import SECTION_BLOCKS  # here, not at the top: `python scripts/glu_tables.py`
     from scripts.width_tables import WIDTH_BLOCKS  # puts the repository on sys.path first
 
-    return {README: {**BLOCKS, **SECTION_BLOCKS}, WIDTH_README: WIDTH_BLOCKS, MLM8_README: MLM8_BLOCKS}
+    return {README: {**BLOCKS, **SECTION_BLOCKS}, WIDTH_README: WIDTH_BLOCKS, MLM8_README: MLM8_BLOCKS,
+            DEPTH_README: DEPTH_BLOCKS}
 
 
 def render(text: str, path: Path = README) -> str:
