@@ -41,10 +41,11 @@ from ffn_zoo.training.reporting.progress import (StepProgressBar, ThroughputMoni
 from ffn_zoo.training.reporting.summary import print_banner, run_metrics, write_metrics
 
 def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
-        extra_metrics: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        extra_metrics: Mapping[str, Any] | None = None, validate: bool = True) -> dict[str, Any]:
     """Train one configuration; write ``metrics.json`` into ``run_dir`` and return it.
 
-    ``callbacks`` run after the built-in ones and ``extra_metrics`` go into metrics.json (a ladder uses both).
+    ``callbacks`` run after the built-in ones and ``extra_metrics`` go into metrics.json (a ladder uses all three:
+    ``validate=False`` trains without a single validation, for a ladder's trunk where no budget is scored).
     """
     started, clock = time.time(), time.perf_counter()  # clock: the time line's (reporting/progress.py, TimeSplit)
     validate_config(cfg)
@@ -76,7 +77,8 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
                  *([act_stats] if act_stats else [])]
     timer = TimeSplit(lambda: guards.checkpoints.seconds)  # after the guards: the loop's span holds the last write
     trainer = L.Trainer(
-        **(trainer_kwargs(OmegaConf.to_container(cfg.trainer, resolve=True)) | {"enable_progress_bar": show_bar}),
+        **(trainer_kwargs(OmegaConf.to_container(cfg.trainer, resolve=True)) | {"enable_progress_bar": show_bar}
+           | ({} if validate else {"limit_val_batches": 0})),  # 0 batches: Lightning skips every validation
         precision=precision,
         gradient_clip_val=cfg.optim.grad_clip or None,
         logger=build_loggers(cfg.logger, run_dir, resume_step) or False,  # a resume drops the killed run's later steps
@@ -100,7 +102,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=True)
     if guards.stop.interrupted(trainer):
         guards.stop.exit(trainer, run_dir)  # SIGTERM/SIGINT: metrics.json says so, prints the resume command, exits
-    if int(cfg.trainer.max_steps) % int(cfg.trainer.val_check_interval) or not module.last_val:
+    if validate and (int(cfg.trainer.max_steps) % int(cfg.trainer.val_check_interval) or not module.last_val):
         trainer.validate(module, datamodule=datamodule, verbose=False)  # always end on a full validation
 
     metrics = run_metrics(cfg, trainer, module, corpus.optimal_val_loss, throughput.mean_tokens_per_s, started, {

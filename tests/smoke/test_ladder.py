@@ -20,7 +20,7 @@ pytestmark = pytest.mark.smoke
 # fraction 0.2 is of the smallest budget, 2 steps for every rung. dropout > 0: the training RNG stream matters.
 LADDER = tiny("trainer.max_steps=40", "trainer.val_check_interval=5", "checkpoint.every_n_steps=3",
               "model.dropout=0.1", "optim.schedule=wsd", "optim.warmup=0.2", "optim.decay_shape=1-sqrt",
-              "ladder.budgets=[5120,10240,20480]")
+              "ladder.budgets=[5120,10240,20480]", "ladder.validate=every")  # full curves: compared point by point
 BUDGETS = {"5120": 10, "10240": 20, "20480": 40}
 IGNORE = TIMING | {"ladder_parent"}  # the parent checkpoint's path differs between two ladders
 
@@ -121,13 +121,20 @@ def test_a_grown_ladder_equals_the_ladder_planned_whole(ladder: Path, tmp_path: 
 
 
 def test_validating_only_where_scored_changes_no_number(ladder: Path, tmp_path: Path) -> None:
-    """ladder.validate=ends: each piece validates once, at its last step (the fixture's trunk, every 5 steps: 7
-    times); every budget's metrics.json and final state are the fixture's: validation never touched training."""
-    run = run_train([*LADDER, "ladder.validate=ends"], tmp_path)
+    """ladder.validate=ends (the default): each branch validates once, at its budget, and the trunk never (the
+    fixture's trunk, every 5 steps: 7 times); every budget's metrics.json and final state are the fixture's:
+    validation never touched training."""
+    run = run_train([a for a in LADDER if a != "ladder.validate=every"], tmp_path)  # the default
     assert "ladder   validates only where a budget is scored" in run.stdout
+    assert "not validated (a ladder's trunk" in run.stdout
     root = only_run(tmp_path)
     assert len(val_points(ladder / "trunk")) == 7
-    for piece in ["trunk", *(f"budget={label}" for label in BUDGETS)]:  # one point: the fixture's last, same step
+    trunk = json.loads((root / "trunk/metrics.json").read_text())
+    assert trunk["status"] == "ok" and trunk["steps"] == 32 and trunk["val_loss"] is None
+    assert trunk["time_s"]["validation"] == 0.0
+    with pytest.raises(KeyError):
+        val_points(root / "trunk")  # no val/loss tag at all
+    for piece in (f"budget={label}" for label in BUDGETS):  # one point: the fixture's last, same step
         every = val_points(ladder / piece)
         assert every and val_points(root / piece) == {max(every): every[max(every)]}
     for label in BUDGETS:

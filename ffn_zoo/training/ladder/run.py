@@ -14,10 +14,10 @@ Why a branch equals the plain run:
   (:class:`BranchSchedule`): the checkpoint holds the trunk's constant lr.
 - the data: batch k is a function of (seed, k) alone (``StepSampler``, the stream), not of trainer.max_steps;
 - the training RNG stream (dropout), optimizer moments and loop counters come from the checkpoint
-  (``lifecycle/checkpoint.py``); validation runs every trainer.val_check_interval steps and at the end, as in any run,
-  and draws nothing from the training stream. ``ladder.validate=ends`` validates each piece only at its last step
-  (the trunk at its last branch point, a branch at its budget): the scored numbers and the training are the same,
-  the curves between are not drawn, and a ladder spends its validation time only where something is scored.
+  (``lifecycle/checkpoint.py``); validation draws nothing from the training stream. ``ladder.validate=ends`` (the
+  default) validates only where a budget is scored: each branch once, at its budget; the trunk, where no budget ends,
+  never. ``every``: every piece every trainer.val_check_interval steps and at its end, as any run (full curves).
+  The scored numbers and the training are the same either way; ``ends`` spends validation time only on them.
 
 Layout of ``<run>/`` (the Hydra job folder):
     ladder.json        the plan (budgets -> steps, warm-up, cooldowns); marks the folder as a ladder
@@ -97,7 +97,8 @@ def _with(cfg: DictConfig, changes: Mapping[str, Any]) -> DictConfig:
 def piece_changes(plan: Plan, rung: Rung | None, ckpt: Path | None, validate: str = "every",
                   val_check_interval: int = 1) -> dict[str, Any]:
     """The overrides that make the ladder's config the trunk's (``rung`` None) or a rung's plain WSD run.
-    ``validate="ends"`` (``ladder.validate``): the piece validates once, at its last step."""
+    ``validate="ends"`` (``ladder.validate``): the piece validates once, at its last step (the trunk not even then:
+    ``_trunk`` trains it with ``validate=False``)."""
     end = rung.steps if rung else plan.trunk_steps
     changes = {"trainer.max_steps": end, "optim.schedule": "wsd" if rung else "constant", "optim.warmup": plan.warmup,
                "ladder.budgets": None, "ckpt_path": str(ckpt) if ckpt else None}
@@ -226,7 +227,8 @@ def _trunk(cfg: DictConfig, plan: Plan, root: Path, train_one: Callable[..., dic
     _write_hydra(folder, trunk_cfg, changes)
     train_one(trunk_cfg, folder, callbacks=[BranchPoints(points)], extra_metrics={
         "ladder_role": "trunk", "ladder_budgets_tokens": [r.tokens for r in plan.rungs],
-        "ladder_branch_steps": [r.branch_step for r in plan.rungs]})
+        "ladder_branch_steps": [r.branch_step for r in plan.rungs]},
+        validate=cfg.ladder.validate == "every")  # ends: no budget is scored on the trunk, so it never validates
 
 
 def _branch(cfg: DictConfig, plan: Plan, rung: Rung, root: Path, train_one: Callable[..., dict[str, Any]]) -> None:
@@ -256,8 +258,8 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
     for line in describe_plan(plan, cfg.optim):
         print(line, flush=True)
     if cfg.ladder.validate == "ends":
-        print("ladder   validates only where a budget is scored: the trunk at its last step, each branch at its "
-              "budget (ladder.validate=ends)", flush=True)
+        print("ladder   validates only where a budget is scored: each branch at its budget, the trunk never "
+              "(ladder.validate=ends; every: full curves)", flush=True)
     if root != run_dir:
         print(f"ladder   continuing {root}", flush=True)
 

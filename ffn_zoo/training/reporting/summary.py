@@ -143,5 +143,6 @@ def write_metrics(run_dir: Path, metrics: dict[str, Any]) -> None:
     """``metrics.json`` into the run folder, and the one-line result."""
     write_json(run_dir / "metrics.json", metrics)  # atomic: a full disk leaves the old file, not half a new one
     opt = f", optimum {metrics['optimal_val_ppl']:.2f}" if metrics["optimal_val_ppl"] else ""
-    print(f"done     val/loss {metrics['val_loss']:.4f}, val/ppl {metrics['val_ppl']:.2f}{opt}; "
-          f"{metrics['wall_s']:.0f} s -> {run_dir}", flush=True)
+    result = (f"val/loss {metrics['val_loss']:.4f}, val/ppl {metrics['val_ppl']:.2f}{opt}" if metrics["val_loss"]
+              is not None else "not validated (a ladder's trunk: nothing is scored there)")
+    print(f"done     {result}; {metrics['wall_s']:.0f} s -> {run_dir}", flush=True)
