@@ -95,3 +95,22 @@ def test_vocab_mismatch_is_reported() -> None:
     cfg = compose(["model=tiny", "model.vocab_size=100"])
     with pytest.raises(ConfigError, match="vocab"):
         model_config(cfg, vocab_size=2048)
+
+
+def test_the_attention_benchmark_runs_and_its_forms_agree(capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """scripts/bench_attention.py at a tiny shape: the three forms of causal attention, each within rounding of the
+    flash kernel (output and gradients), one row each."""
+    import runpy
+
+    from tests.helpers import REPO
+
+    monkeypatch.setattr("sys.argv", ["bench", "--model", "tiny", "--batch", "2", "--seq", "16", "--repeats", "1",
+                                     "--calls", "1", "--threads", "1"])
+    runpy.run_path(str(REPO / "scripts" / "bench_attention.py"), run_name="__main__")
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [r.split("  ")[0].strip() for r in rows] == ["SDPA (flash)", "SDPA math", "written out"]
+    for row in rows:
+        diffs = dict(part.split() for part in row.split("vs flash: ")[1].split(", "))  # {"out": ..., "grad": ...}
+        out, grad = float(diffs["out"]), float(diffs["grad"])
+        assert out < 1e-5 and grad < 1e-4
