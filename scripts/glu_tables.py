@@ -54,7 +54,7 @@ DEPTHS = {2: 2, 1: 4, 3: 8, 4: 12}  # ladder_setting -> layers, in the order of 
 L2 = Shape("causal LM", "d 256 × 2", DEPTH_AXIS, setting=2)
 L8 = Shape("causal LM", "d 256 × 8", DEPTH_AXIS, setting=3)
 L12 = Shape("causal LM", "d 256 × 12", DEPTH_AXIS, setting=4)
-BERT = Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base")
+BERT = Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base_2seeds")  # seed 0: width/bert_base
 MLM8 = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder_8Mi")  # 0.25-8 Mi; its 0.25-4 Mi 3-seed ladders: mlm_ladder
 MLM_DEPTH_AXIS = "depth/mlm"  # MLM at d 256 over 0.25-2 Mi (issue 44 step 5): ladder_setting 1 = 4 layers, 2 = 12
 MLM_DEPTHS = {1: 4, 2: 12}
@@ -264,6 +264,8 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "n-d768-1Mi": lambda: delta_cell(delta_rows(D768)[1_048_576]),
     "n-d768-2Mi": lambda: seed_delta(D768, 2_097_152, "0"),
     "n-bert": lambda: f"{seed_delta(BERT, 262_144, '0')} / {seed_delta(BERT, 524_288, '0')}",
+    "n-bert-s1": lambda: f"{seed_delta(BERT, 262_144, '1')} / {seed_delta(BERT, 524_288, '1')}",
+    "n-bert-2": lambda: f"{delta_cell(delta_rows(BERT)[262_144], 2)} / {delta_cell(delta_rows(BERT)[524_288], 2)}",
     "n-mlm-crossing": lambda: crossing_cell(trend(MLM)).replace(" (SwiGLU falls behind)", ""),
     "n-mlm-4Mi": lambda: delta_cell(delta_rows(MLM)[4_194_304]),
     "n-mlm-8Mi": lambda: delta_cell(delta_rows(MLM8)[8_388_608]),

@@ -186,3 +186,19 @@ def test_where_a_run_validates_is_not_a_setting(key: str) -> None:
     base = {"ffn.name": "gelu", "model.n_layers": 12, "seed": 0}
     assert experiment_key({**base, key: "every"}) == experiment_key({**base, key: "ends"}) == experiment_key(base)
     assert experiment_key({**base, "model.n_layers": 4}) != experiment_key(base)  # a real setting still splits
+
+
+def test_pooled_precisions_are_named_and_an_unrecorded_one_is_not_counted() -> None:
+    """fp32 and bf16 runs in one setting get a warning; fp32 runs beside runs read back from an older report (no
+    precision recorded) do not: unknown is not another precision."""
+    from types import SimpleNamespace
+
+    from ffn_zoo.analysis.compare.runs import Run, precision_warnings
+
+    def runs(*precisions: str | None) -> list[Run]:
+        return [Run(Path(f"r{i}"), "ok", {}, {"precision": p} if p else {}) for i, p in enumerate(precisions)]
+
+    mixed = [SimpleNamespace(setting=0, runs=runs("32-true", "bf16-mixed"))]
+    (warning,) = precision_warnings(mixed)
+    assert "setting 1 pools runs trained in 32-true (1) and bf16-mixed (1)" in warning
+    assert precision_warnings([SimpleNamespace(setting=0, runs=runs("32-true", None, None))]) == []

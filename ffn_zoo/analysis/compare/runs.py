@@ -189,10 +189,11 @@ def precision_of(run: Run) -> str | None:
 
 def precision_warnings(groups: Sequence[Group]) -> list[str]:
     """impl.precision is a setting that must not change results, so runs of several precisions pool into one setting;
-    whether bf16 leaves a gap alone is measured, not assumed (docs/benchmarks.md): say where they pool."""
+    whether bf16 leaves a gap alone is measured, not assumed (docs/benchmarks.md): say where they pool. A run whose
+    precision is not recorded (one read back from an older compare report) is not counted as another precision."""
     out = []
     for s in sorted({g.setting for g in groups}):
-        counts = Counter(str(precision_of(r)) for g in groups if g.setting == s for r in g.runs)
+        counts = Counter(p for g in groups if g.setting == s for r in g.runs if (p := precision_of(r)) is not None)
         if len(counts) > 1:
             out.append(f"mixed precision: setting {s + 1} pools runs trained in "
                        + " and ".join(f"{p} ({n})" for p, n in sorted(counts.items()))
