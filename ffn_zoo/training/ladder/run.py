@@ -97,12 +97,12 @@ def _with(cfg: DictConfig, changes: Mapping[str, Any]) -> DictConfig:
 def piece_changes(plan: Plan, rung: Rung | None, ckpt: Path | None, validate: str = "every",
                   val_check_interval: int = 1) -> dict[str, Any]:
     """The overrides that make the ladder's config the trunk's (``rung`` None) or a rung's plain WSD run.
-    ``validate="ends"`` (``ladder.validate``): the piece validates once, at its last step (the trunk not even then:
-    ``_trunk`` trains it with ``validate=False``)."""
+    ``validate="ends"`` (``ladder.validate``): a branch validates once, at its budget (the trunk not at all:
+    ``_trunk`` trains it with ``validate=False``, so its interval is left as configured)."""
     end = rung.steps if rung else plan.trunk_steps
     changes = {"trainer.max_steps": end, "optim.schedule": "wsd" if rung else "constant", "optim.warmup": plan.warmup,
                "ladder.budgets": None, "ckpt_path": str(ckpt) if ckpt else None}
-    if check_validate(validate) == "ends":  # validation never touches training: the same weights either way
+    if check_validate(validate) == "ends" and rung:  # validation never touches training: the same weights either way
         # the end validated as under "every": inside the loop where the interval divides it, else by the closing
         # validation (end + 1 is never reached), so TensorBoard draws the point at the same step in both modes
         changes["trainer.val_check_interval"] = end if end % val_check_interval == 0 else end + 1
