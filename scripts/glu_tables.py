@@ -59,7 +59,8 @@ MLM8 = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder_8Mi")  # 0.25-8 Mi; its 0
 MLM_DEPTH_AXIS = "depth/mlm"  # MLM at d 256 over 0.25-2 Mi (issue 44 step 5): ladder_setting 1 = 4 layers, 2 = 12
 MLM_DEPTHS = {1: 4, 2: 12}
 MLM12 = Shape("MLM", "d 256 × 12", MLM_DEPTH_AXIS, setting=2)
-SHAPES = (D128, CLM, D512, D768, L2, L8, L12, BERT, MLM8, MLM12)
+BERT_MLM = Shape("MLM", "d 768 × 12 (BERT-base)", "depth/bert_mlm")  # issue 44 step 6 under MLM
+SHAPES = (D128, CLM, D512, D768, L2, L8, L12, BERT, MLM8, MLM12, BERT_MLM)
 HEADLINE_BUDGETS = (*BUDGETS, 8_388_608)  # 8 Mi: MLM only (issue 41)
 WIDTH_AXIS = "width"  # every 4-layer width over 0.26-2.1 M tokens: ladder_setting 1..4 = d 128, 256, 512, 768
 
@@ -272,6 +273,7 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "n-mlm-8Mi-c4": lambda: delta_cell(delta_rows(MLM8, "c4")[8_388_608]),
     "n-mlm-8Mi-x": lambda: multiplier_cell(multiplier(MLM8, 8_388_608)),
     "n-mlm12-2Mi": lambda: delta_cell(delta_rows(MLM12)[2_097_152]),
+    "n-bert-mlm": lambda: f"{delta_cell(delta_rows(BERT_MLM)[262_144])} / {delta_cell(delta_rows(BERT_MLM)[524_288])}",
 
     "n-gelu-d256": lambda: gelu_at(CLM),
     "n-gelu-d512": lambda: gelu_at(D512),

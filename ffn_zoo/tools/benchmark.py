@@ -11,7 +11,9 @@ For each case (model preset × FFN variant × seq len × batch × precision) it 
 - ``trainer``  (``--trainer``) the whole ``ffn_zoo.train.run`` (Lightning, data loader, logger, progress
                bar, callbacks) over the same shape; its tokens/s comes from ``ThroughputMonitor``;
 - GEMM floor   (``--gemm-floor``) our step's own matmul calls, as the profiler lists them, replayed alone back to
-               back (ffn_zoo/tools/gemm_floor.py): column ``×floor`` is our step time ÷ that replay's time.
+               back (ffn_zoo/tools/gemm_floor.py): column ``×floor`` is our step time ÷ that replay's time;
+               ``+attn`` adds to the floor the products a fused attention kernel does inside one call (Q·Kᵀ,
+               P·V and their four backward products, half under a causal mask), timed the same way.
 
 Repeats are interleaved (ours, hf, trainer, ours, hf, ...) with the GEMM peak re-probed in each repeat (MFU is
 against the best probe), so a neighbour process slows all of them alike; the table shows medians and the spread
@@ -76,6 +78,7 @@ class Result:
     peak_rss_mib: float | None = None  # peak RSS above the process's RSS before this model was built
     peak_dev_mib: float | None = None
     floor_s: list[float] = field(default_factory=list)  # --gemm-floor: the step's GEMMs replayed, s per step
+    attn_floor_s: list[float] = field(default_factory=list)  # --gemm-floor: fused attention's products, s per step
     steps: int = 1  # timed steps per repeat
 
 
@@ -220,6 +223,10 @@ def _summary(r: Result, peak: dict[str, list[float]], peer: Result | None) -> di
         out["gemm_floor_s"] = statistics.median(r.floor_s)
         out["step_s"] = statistics.median(s / r.steps for s in r.step_s)
         out["vs_gemm_floor"] = statistics.median(s / r.steps / f for s, f in zip(r.step_s, r.floor_s))
+    if r.attn_floor_s:  # the same, with the products a fused attention kernel hides added to the floor
+        out["attention_floor_s"] = statistics.median(r.attn_floor_s)
+        out["vs_gemm_floor_with_attention"] = statistics.median(
+            s / r.steps / (f + a) for s, f, a in zip(r.step_s, r.floor_s, r.attn_floor_s))
     if peer is not None and peer.tokens_per_s:
         # ratio per repeat (interleaved pairs), then the median: robust to a repeat both were slowed in
         ratios = [a / b for a, b in zip(tps, peer.tokens_per_s)]
@@ -230,7 +237,7 @@ def _summary(r: Result, peak: dict[str, list[float]], peer: Result | None) -> di
 def _table(rows: list[dict[str, Any]]) -> str:
     w = max([7] + [len(r["impl"]) for r in rows])
     head = f"{'model':9} {'ffn':7} {'seq':>4} {'B':>3} {'precision':10} {'impl':{w}} {'tok/s':>8} {'spread':>6} " \
-           f"{'MFU':>5} {'peak MiB':>8} {'data':>5} {'vs hf':>6} {'vs ours':>7} {'×floor':>6}"
+           f"{'MFU':>5} {'peak MiB':>8} {'data':>5} {'vs hf':>6} {'vs ours':>7} {'×floor':>6} {'+attn':>6}"
     lines = [head, "-" * len(head)]
     for r in rows:
         f = lambda k, fmt: format(r[k], fmt) if r.get(k) is not None else "-"  # noqa: E731
@@ -239,7 +246,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
             f"{r['model']:9} {r['ffn']:7} {r['seq']:>4} {r['batch']:>3} {r['precision']:10} {r['impl']:{w}} "
             f"{r['tokens_per_s']:>8.0f} {r['spread']:>6.1%} {r['mfu']:>5.2f} "
             f"{(format(mem, '.0f') if mem else '-'):>8} {f('data_share', '.1%'):>5} "
-            f"{f('vs_hf', '.2f'):>6} {f('vs_ours', '.2f'):>7} {f('vs_gemm_floor', '.2f'):>6}"
+            f"{f('vs_hf', '.2f'):>6} {f('vs_ours', '.2f'):>7} {f('vs_gemm_floor', '.2f'):>6} "
+            f"{f('vs_gemm_floor_with_attention', '.2f'):>6}"
         )
     return "\n".join(lines)
 
@@ -292,6 +300,7 @@ def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
     steppers: dict[tuple[Case, str], Stepper] = {}
     results: dict[tuple[Case, str], Result] = {}
     floors: dict[Case, Callable[[], None]] = {}  # --gemm-floor: each case's GEMMs, replayed
+    attn_floors: dict[Case, Callable[[], None]] = {}  # and the products its fused attention calls hide
     rng = np.random.default_rng(0)
     for case in cases:
         blocks = Blocks(rng.integers(0, args.vocab, size=(256, case.seq + 1), dtype=np.int64))  # (N, T + 1)
@@ -320,6 +329,9 @@ def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
                 profiled = gemm_floor.profile_gemms(lambda: stepper.run(1))
                 floors[case] = gemm_floor.replay(profiled.gemms, PRECISIONS[case.precision], device)
                 floors[case]()  # warm-up: its tensors allocated, the BLAS kernels chosen
+                if profiled.attention:
+                    attn_floors[case] = gemm_floor.replay(profiled.attention, PRECISIONS[case.precision], device)
+                    attn_floors[case]()
                 print(f"GEMM floor {case.model} {case.ffn} B{case.batch} {case.precision}: "
                       f"{gemm_floor.describe(profiled)}", flush=True)
 
@@ -345,6 +357,11 @@ def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
                             for _ in range(args.steps):
                                 floors[case]()
                             res.floor_s.append((time.perf_counter() - t0) / args.steps)
+                        if impl == "ours" and case in attn_floors:
+                            t0 = time.perf_counter()
+                            for _ in range(args.steps):
+                                attn_floors[case]()
+                            res.attn_floor_s.append((time.perf_counter() - t0) / args.steps)
                     res.load.append(os.getloadavg()[0])
 
     rows = []

@@ -8,12 +8,19 @@ its GEMMs, on the shapes actually trained: the most any speed-up outside the GEM
 
 The replay reuses one tensor per shape and uses contiguous inputs (the profiler records shapes, not strides), so
 it sees caches at least as warm as the step does: the floor is, if anything, low.
+
+A fused attention kernel (SDPA's flash or memory-efficient path) does its products inside one call, so the
+profiler lists no matmul for them and the floor above counts them as overhead. ``attention_products`` writes them
+out from each such call's shapes: Q·Kᵀ and P·V forward, dV, dP, dQ and dK backward (a recomputed Q·Kᵀ is the
+kernel's choice, not counted), each with half its rows under a causal mask (the least a kernel must do); SDPA's math
+path runs its products as ``bmm`` calls, which the list above already has. The benchmark times them apart, so both
+floors show.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
@@ -42,6 +49,33 @@ class Gemm:
 class Profiled:
     gemms: list[Gemm]        # in call order
     gemm_share: float        # of the profiled step's wall time spent in these calls (profiler overhead included)
+    attention: list[Gemm] = field(default_factory=list)  # the products fused attention calls hide (attention_products)
+
+
+SDPA = "aten::scaled_dot_product_attention"  # (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def attention_products(q: tuple[int, ...], k: tuple[int, ...], v: tuple[int, ...], causal: bool) -> list[Gemm]:
+    """The six batched products of one attention's forward and backward, as bmm calls over the batch × heads of
+    ``q`` (..., Tq, D), ``k`` (..., Tk, D), ``v`` (..., Tk, Dv); under a causal mask each keeps half its rows."""
+    bh = 1
+    for n in q[:-2]:
+        bh *= n
+    (tq, d), tk, dv = q[-2:], k[-2], v[-1]
+    half = (lambda m: (m + 1) // 2) if causal else (lambda m: m)
+
+    def bmm(m: int, kk: int, n: int) -> Gemm:
+        return Gemm("aten::bmm", ((bh, half(m), kk), (bh, kk, n)))
+
+    return [bmm(tq, d, tk), bmm(tq, tk, dv),                     # forward: S = Q·Kᵀ, O = P·V
+            bmm(tk, tq, dv), bmm(tq, dv, tk),                    # backward: dV = Pᵀ·dO, dP = dO·Vᵀ
+            bmm(tq, tk, d), bmm(tk, tq, d)]                      # backward: dQ = dS·K, dK = dSᵀ·Q
+
+
+def _fused_attention(event: object) -> bool:
+    """An SDPA call that dispatched to a fused kernel (its products invisible), not to the math path (bmm calls)."""
+    kids = [c.name for c in getattr(event, "cpu_children", [])]
+    return any(n.startswith("aten::_scaled_dot_product_") and "math" not in n for n in kids)
 
 
 def _inside_gemm(event: object) -> bool:
@@ -62,7 +96,15 @@ def profile_gemms(step: Callable[[], object]) -> Profiled:
     events = sorted((e for e in prof.events() if e.name in GEMM_OPS and not _inside_gemm(e)),
                     key=lambda e: e.time_range.start)
     gemms = [Gemm(e.name, tuple(tuple(s) for s in e.input_shapes if s)) for e in events]  # [] = a scalar argument
-    return Profiled(gemms, sum(e.cpu_time_total for e in events) / wall_us if wall_us else 0.0)
+    attention = []
+    fused = (e for e in prof.events() if e.name == SDPA and _fused_attention(e))
+    for e in sorted(fused, key=lambda e: e.time_range.start):
+        q, k, v, mask = (tuple(s) for s in e.input_shapes[:4])
+        flags = e.concrete_inputs
+        # is_causal; a kernel skips nothing under an explicit mask, so that one counts whole
+        causal = len(flags) > 5 and bool(flags[5]) and not mask
+        attention += attention_products(q, k, v, causal)
+    return Profiled(gemms, sum(e.cpu_time_total for e in events) / wall_us if wall_us else 0.0, attention)
 
 
 def replay(gemms: list[Gemm], dtype: torch.dtype, device: str) -> Callable[[], None]:
@@ -90,5 +132,9 @@ def replay(gemms: list[Gemm], dtype: torch.dtype, device: str) -> Callable[[], N
 
 def describe(p: Profiled) -> str:
     """One line: how many GEMM calls, how many distinct shapes, their FLOPs, their share of the profiled step."""
-    return (f"{len(p.gemms)} GEMM calls ({len(set(p.gemms))} distinct), "
+    line = (f"{len(p.gemms)} GEMM calls ({len(set(p.gemms))} distinct), "
             f"{sum(g.flops() for g in p.gemms) / 1e9:.2f} GFLOP, {p.gemm_share:.0%} of the profiled step")
+    if p.attention:
+        line += (f"; fused attention's products: {len(p.attention)} bmm, "
+                 f"{sum(g.flops() for g in p.attention) / 1e9:.2f} GFLOP")
+    return line
