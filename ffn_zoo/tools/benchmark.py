@@ -128,6 +128,13 @@ class Stepper:
         return data_s, step_s
 
 
+def _seconds_per_call(fn: Callable[[], None], n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t0) / n
+
+
 def _train_step(model: nn.Module, loss_fn: Callable[[torch.Tensor], torch.Tensor], opt: torch.optim.Optimizer,
                 clip: float | None, precision: str, device: str) -> Callable[[torch.Tensor], None]:
     """forward + loss under autocast (as Lightning's bf16-mixed does), backward, clipping, optimizer step."""
@@ -353,15 +360,9 @@ def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
                         res.step_s.append(step_s)
                         res.tokens_per_s.append(args.steps * case.batch * case.seq / (data_s + step_s))
                         if impl == "ours" and case in floors:  # right after the steps it is the floor of
-                            t0 = time.perf_counter()
-                            for _ in range(args.steps):
-                                floors[case]()
-                            res.floor_s.append((time.perf_counter() - t0) / args.steps)
+                            res.floor_s.append(_seconds_per_call(floors[case], args.steps))
                         if impl == "ours" and case in attn_floors:
-                            t0 = time.perf_counter()
-                            for _ in range(args.steps):
-                                attn_floors[case]()
-                            res.attn_floor_s.append((time.perf_counter() - t0) / args.steps)
+                            res.attn_floor_s.append(_seconds_per_call(attn_floors[case], args.steps))
                     res.load.append(os.getloadavg()[0])
 
     rows = []
