@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     losses = trace(args.model, args.ffn, args.steps, args.batch, args.seq, args.vocab, args.overrides)
     print(f"{args.model} {args.ffn} {args.steps} steps: loss {losses[0]:.6f} -> {losses[-1]:.6f}")
     if args.out:
-        args.out.write_text(json.dumps({"losses": losses, "argv": sys.argv[1:]}) + "\n")
+        given = argv if argv is not None else sys.argv[1:]  # the arguments this trace was made with
+        args.out.write_text(json.dumps({"losses": losses, "argv": given}) + "\n")
     if args.against:
         before = json.loads(args.against.read_text())["losses"]
         if len(before) != len(losses):
@@ -76,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         worst = max(range(len(losses)), key=lambda i: abs(losses[i] - before[i]))
         diff = abs(losses[worst] - before[worst])
-        print(f"max |Δloss| {diff:.3g} at step {worst + 1} (tolerance {args.tol:g}): {'ok' if diff <= args.tol else 'MOVED'}")
-        return 0 if diff <= args.tol else 1
+        ok = diff <= args.tol
+        print(f"max |Δloss| {diff:.3g} at step {worst + 1} (tolerance {args.tol:g}): {'ok' if ok else 'MOVED'}")
+        return 0 if ok else 1
     return 0
 
 
