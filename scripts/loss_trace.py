@@ -4,10 +4,11 @@ the check that a change to the training step moves no result beyond rounding.
     python scripts/loss_trace.py --model mini --steps 50 --out before.json         # on the code before the change
     python scripts/loss_trace.py --model mini --steps 50 --against before.json     # after: max |Δloss|, exit 1 > tol
 
-The step is ``ffn-zoo-bench``'s (``LitLM.loss``, backward, global-norm clipping, the configured optimizer at its
-base lr, no schedule) on a seeded stream of random batches of 32 × 128 tokens (vocabulary 8,192), fp32. Extra
-``KEY=VALUE`` arguments are config overrides (e.g. ``impl.fused_loss=false objective=mlm``). To trace older code,
-run this script with that checkout first on the path: ``PYTHONPATH=<old checkout> python scripts/loss_trace.py ...``.
+The step is ``ffn-zoo-bench``'s own (``build_ours``: ``LitLM.loss``, backward, global-norm clipping, the
+configured optimizer at its base lr, no schedule) on a seeded stream of random batches of 32 × 128 tokens
+(vocabulary 8,192), fp32. Extra ``KEY=VALUE`` arguments are config overrides (e.g. ``impl.fused_loss=false
+objective=mlm``). To trace older code, run that checkout's copy of this script with the checkout first on the
+path: ``PYTHONPATH=<old> python <old>/scripts/loss_trace.py ...``.
 """
 
 from __future__ import annotations
@@ -21,32 +22,15 @@ import torch
 
 if not __package__:  # run as `python scripts/loss_trace.py`: the repository root (or PYTHONPATH's checkout) imports
     sys.path.append(str(Path(__file__).resolve().parent.parent))
-from ffn_zoo.nn.model import TransformerLM  # noqa: E402
-from ffn_zoo.training.recipe.build import compose, model_config  # noqa: E402
-from ffn_zoo.training.recipe.module import LitLM  # noqa: E402
-from ffn_zoo.training.recipe.objectives import Objective  # noqa: E402
-from ffn_zoo.training.recipe.optim import build_optimizer  # noqa: E402
+from ffn_zoo.tools.benchmark import Case, build_ours  # noqa: E402
 
 
 def trace(model: str, ffn: str, steps: int, batch: int, seq: int, vocab: int, overrides: list[str]) -> list[float]:
     """The training losses of ``steps`` steps from a seeded init on seeded random batches."""
-    cfg = compose([f"model={model}", f"ffn={ffn}", f"model.seq_len={seq}", f"data.seq_len={seq}", *overrides])
-    objective = Objective(cfg.objective, corpus_vocab=vocab)
-    torch.manual_seed(0)
-    net = TransformerLM(model_config(cfg, vocab_size=vocab + (objective.name == "mlm")))
-    module = LitLM(net, cfg.optim, max_steps=steps, objective=objective, fused_loss=cfg.impl.fused_loss)
-    opt = build_optimizer(net, cfg.optim)
+    torch.manual_seed(0)  # the weights, and under MLM each step's masks
+    step, _ = build_ours(Case(model, ffn, seq, batch, "32-true"), vocab, "cpu", False, overrides)
     g = torch.Generator().manual_seed(1)
-    losses = []
-    for _ in range(steps):
-        loss = module.loss(torch.randint(0, vocab, (batch, seq + 1), generator=g), "mean")
-        loss.backward()
-        if cfg.optim.grad_clip:
-            torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.optim.grad_clip)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-    return losses
+    return [step(torch.randint(0, vocab, (batch, seq + 1), generator=g)).item() for _ in range(steps)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,13 +1,15 @@
 """Training throughput of ffn-zoo's real training step, against the machine's GEMM peak and HF's GPT-2.
 
     ffn-zoo-bench --model bert_base mini --ffn gelu geglu --precision 32-true bf16-mixed --peer hf
+    ffn-zoo-bench --model bert_base --ffn gelu --objective mlm      # the masked-LM step (what MLM ladders train)
 
-For each case (model preset × FFN variant × seq len × batch × precision) it times
+For each case (model preset × FFN variant × seq len × batch × precision × objective) it times
 
-- ``ours``     the project's training step: ``LitLM.loss`` (forward + cross-entropy), backward, global-norm
-               clipping and the optimizer from ``configs/optim`` — what ``train.py`` runs per step;
-- ``hf``       (``--peer hf``) ``transformers.GPT2LMHeadModel`` of the same shape (dense GELU, dropout 0,
-               SDPA attention, loss through ``labels=``), same AdamW (fused) and clipping;
+- ``ours``     the project's training step: ``LitLM.loss`` (forward + cross-entropy; under ``mlm`` the batch
+               masked as in training, only the chosen positions through the output layer), backward,
+               global-norm clipping and the optimizer from ``configs/optim`` — what ``train.py`` runs per step;
+- ``hf``       (``--peer hf``, causal cases only) ``transformers.GPT2LMHeadModel`` of the same shape (dense
+               GELU, dropout 0, SDPA attention, loss through ``labels=``), same AdamW (fused) and clipping;
 - ``trainer``  (``--trainer``) the whole ``ffn_zoo.train.run`` (Lightning, data loader, logger, progress
                bar, callbacks) over the same shape; its tokens/s comes from ``ThroughputMonitor``;
 - GEMM floor   (``--gemm-floor``) our step's own matmul calls, as the profiler lists them, replayed alone back to
@@ -19,6 +21,7 @@ Repeats are interleaved (ours, hf, trainer, ours, hf, ...) with the GEMM peak re
 against the best probe), so a neighbour process slows all of them alike; the table shows medians and the spread
 (max-min)/median, and each repeat's 1-minute load average is recorded so a disturbed run can be recognised.
 One JSON line per case goes to stdout (prefixed ``json``) and to ``--json FILE``. Nothing here asserts a speed.
+MFU counts the output layer at every position under either objective, as ``train.py``'s summary does.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from ffn_zoo.training.recipe.build import compose, model_config
 from ffn_zoo.data.blocks import Blocks, StepSampler
 from ffn_zoo.nn.flops import gemm_peak_flops, training_flops_per_token
 from ffn_zoo.training.recipe.module import LitLM
+from ffn_zoo.training.recipe.objectives import OBJECTIVES, build_objective, model_vocab_size
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.training.recipe.optim import build_optimizer, param_groups
 from ffn_zoo.training.recipe.precision import BF16_ON_CPU, bf16_support, cpu_flags
@@ -60,10 +64,12 @@ class Case:
     seq: int
     batch: int
     precision: str
+    objective: str = "clm"
 
     def overrides(self, vocab: int) -> list[str]:
         return [f"model={self.model}", f"ffn={self.ffn}", f"model.seq_len={self.seq}", f"data.seq_len={self.seq}",
-                f"data.batch_size={self.batch}", f"data.vocab_size={vocab}", f"impl.precision={self.precision}"]
+                f"data.batch_size={self.batch}", f"data.vocab_size={vocab}", f"impl.precision={self.precision}",
+                f"objective={self.objective}"]
 
 
 @dataclass
@@ -110,7 +116,8 @@ def _rss_mib(field: str = "VmHWM") -> float | None:
 class Stepper:
     """One implementation's training step over a fixed batch stream; ``run(n)`` returns (data s, step s)."""
 
-    def __init__(self, step: Callable[[torch.Tensor], None], blocks: Blocks, sampler: StepSampler, device: str) -> None:
+    def __init__(self, step: Callable[[torch.Tensor], object], blocks: Blocks, sampler: StepSampler,
+                 device: str) -> None:
         self.step, self.blocks, self.sampler, self.device = step, blocks, sampler, device
         self.k = 0
 
@@ -136,14 +143,15 @@ def _seconds_per_call(fn: Callable[[], None], n: int) -> float:
 
 
 def _train_step(model: nn.Module, loss_fn: Callable[[torch.Tensor], torch.Tensor], opt: torch.optim.Optimizer,
-                clip: float | None, precision: str, device: str) -> Callable[[torch.Tensor], None]:
-    """forward + loss under autocast (as Lightning's bf16-mixed does), backward, clipping, optimizer step."""
+                clip: float | None, precision: str, device: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """forward + loss under autocast (as Lightning's bf16-mixed does), backward, clipping, optimizer step;
+    the step returns its loss, detached (read it with ``.item()`` outside a timed window: that syncs)."""
     # cache_enabled=False as Lightning's bf16-mixed plugin sets it
     bf16 = precision == "bf16-mixed"
     autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, cache_enabled=False) if bf16 \
         else nullcontext()
 
-    def step(batch: torch.Tensor) -> None:
+    def step(batch: torch.Tensor) -> torch.Tensor:
         with autocast:
             loss = loss_fn(batch)
         loss.backward()
@@ -151,15 +159,19 @@ def _train_step(model: nn.Module, loss_fn: Callable[[torch.Tensor], torch.Tensor
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
         opt.zero_grad(set_to_none=True)
+        return loss.detach()
 
     return step
 
 
 def build_ours(case: Case, vocab: int, device: str, compile_: bool,
-               extra: list[str] | None = None) -> tuple[Callable[[torch.Tensor], None], int]:
+               extra: list[str] | None = None) -> tuple[Callable[[torch.Tensor], torch.Tensor], int]:
+    """Our training step for ``case`` (plus config overrides ``extra``) on a corpus of ``vocab`` tokens, and its
+    FLOPs per token. Seed torch first: the weights are drawn here, and under MLM each step's masks."""
     cfg = compose(case.overrides(vocab) + list(extra or []))
-    model = TransformerLM(model_config(cfg, vocab_size=vocab)).to(device)
-    module = LitLM(model, cfg.optim, max_steps=1000, fused_loss=cfg.impl.fused_loss)
+    objective = build_objective(cfg.objective, cfg.mlm, vocab)
+    model = TransformerLM(model_config(cfg, vocab_size=model_vocab_size(objective.name, vocab))).to(device)
+    module = LitLM(model, cfg.optim, max_steps=1000, objective=objective, fused_loss=cfg.impl.fused_loss)
     if compile_ or cfg.impl.compile:  # --compile, or --ablate impl.compile=true: compiled vs eager in one run
         model.compile()  # in place, as train.py's impl.compile (the first warm-up step pays the compile)
     opt = build_optimizer(model, cfg.optim)
@@ -167,8 +179,10 @@ def build_ours(case: Case, vocab: int, device: str, compile_: bool,
         training_flops_per_token(model, case.seq)
 
 
-def build_hf(case: Case, vocab: int, device: str) -> tuple[Callable[[torch.Tensor], None], int]:
-    """HF GPT-2 at our shape: what a user would train instead (dense GELU FFN of the model's d_ff)."""
+def build_hf(case: Case, vocab: int, device: str) -> tuple[Callable[[torch.Tensor], torch.Tensor], int]:
+    """HF GPT-2 at our shape: what a user would train instead (dense GELU FFN of the model's d_ff); causal only."""
+    if case.objective != "clm":
+        raise ValueError(f"the hf peer is GPT-2, a causal LM: no peer for objective={case.objective}")
     from transformers import GPT2Config, GPT2LMHeadModel
     from transformers.utils import logging as hf_logging
 
@@ -243,15 +257,16 @@ def _summary(r: Result, peak: dict[str, list[float]], peer: Result | None) -> di
 
 def _table(rows: list[dict[str, Any]]) -> str:
     w = max([7] + [len(r["impl"]) for r in rows])
-    head = f"{'model':9} {'ffn':7} {'seq':>4} {'B':>3} {'precision':10} {'impl':{w}} {'tok/s':>8} {'spread':>6} " \
-           f"{'MFU':>5} {'peak MiB':>8} {'data':>5} {'vs hf':>6} {'vs ours':>7} {'×floor':>6} {'+attn':>6}"
+    head = f"{'model':9} {'ffn':7} {'obj':3} {'seq':>4} {'B':>3} {'precision':10} {'impl':{w}} " \
+           f"{'tok/s':>8} {'spread':>6} {'MFU':>5} {'peak MiB':>8} {'data':>5} {'vs hf':>6} {'vs ours':>7} " \
+           f"{'×floor':>6} {'+attn':>6}"
     lines = [head, "-" * len(head)]
     for r in rows:
         f = lambda k, fmt: format(r[k], fmt) if r.get(k) is not None else "-"  # noqa: E731
         mem = r.get("peak_device_mib") or r.get("peak_rss_mib")
         lines.append(
-            f"{r['model']:9} {r['ffn']:7} {r['seq']:>4} {r['batch']:>3} {r['precision']:10} {r['impl']:{w}} "
-            f"{r['tokens_per_s']:>8.0f} {r['spread']:>6.1%} {r['mfu']:>5.2f} "
+            f"{r['model']:9} {r['ffn']:7} {r.get('objective', 'clm'):3} {r['seq']:>4} {r['batch']:>3} "
+            f"{r['precision']:10} {r['impl']:{w}} {r['tokens_per_s']:>8.0f} {r['spread']:>6.1%} {r['mfu']:>5.2f} "
             f"{(format(mem, '.0f') if mem else '-'):>8} {f('data_share', '.1%'):>5} "
             f"{f('vs_hf', '.2f'):>6} {f('vs_ours', '.2f'):>7} {f('vs_gemm_floor', '.2f'):>6} "
             f"{f('vs_gemm_floor_with_attention', '.2f'):>6}"
@@ -266,8 +281,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seq", nargs="+", type=int, default=[128])
     p.add_argument("--batch", nargs="+", type=int, default=[4])
     p.add_argument("--precision", nargs="+", default=["32-true"], choices=sorted(PRECISIONS))
+    p.add_argument("--objective", nargs="+", default=["clm"], choices=OBJECTIVES,
+                   help="clm: next-token, causal; mlm: BERT masked LM (--peer hf times only the clm cases)")
     p.add_argument("--vocab", type=int, default=8192, help="vocabulary size (the toy corpus's own is 2048)")
-    p.add_argument("--peer", choices=["hf"], default=None, help="also time HF GPT2LMHeadModel, interleaved")
+    p.add_argument("--peer", choices=["hf"], default=None,
+                   help="also time HF GPT2LMHeadModel, interleaved (causal cases)")
     p.add_argument("--trainer", action="store_true", help="also time the whole train.py run (Lightning) per case")
     p.add_argument("--trainer-steps", type=int, default=30, help="steps of each --trainer run (first 5 untimed)")
     p.add_argument("--gemm-floor", action="store_true",
@@ -292,11 +310,15 @@ def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
         torch.set_num_threads(args.threads)
     threads = torch.get_num_threads()
     device = args.device
-    cases = [Case(m, f, s, b, p) for m in args.model for f in args.ffn for s in args.seq for b in args.batch
-             for p in args.precision]
+    cases = [Case(m, f, s, b, p, o) for m in args.model for f in args.ffn for s in args.seq for b in args.batch
+             for p in args.precision for o in args.objective]
     # "ours+KEY=VALUE" is our step with that config override: a lever measured against "ours" in the same run
     impls = ["ours"] + [f"ours+{o}" for o in args.ablate] + (["hf"] if args.peer else []) \
         + (["trainer"] if args.trainer else [])
+    # the peer is GPT-2, a causal LM: an MLM case is timed without it (its row has no "vs hf")
+    case_impls = {c: [i for i in impls if i != "hf" or c.objective == "clm"] for c in cases}
+    if args.peer and not any("hf" in v for v in case_impls.values()):
+        print(f"note: --peer {args.peer} times causal cases only; none asked for (--objective clm)", flush=True)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     print(f"benchmark {when}: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {threads} threads, "
           f"torch {torch.__version__}, device {device}, load {os.getloadavg()[0]:.2f}", flush=True)
@@ -311,7 +333,7 @@ def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
     rng = np.random.default_rng(0)
     for case in cases:
         blocks = Blocks(rng.integers(0, args.vocab, size=(256, case.seq + 1), dtype=np.int64))  # (N, T + 1)
-        for impl in impls:
+        for impl in case_impls[case]:
             torch.manual_seed(0)
             rss_before = _rss_mib("VmRSS")
             if impl == "trainer":
@@ -348,7 +370,7 @@ def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
             for p in args.precision:
                 peak[p].append(gemm_peak_flops(seconds=0.3, dtype=PRECISIONS[p], device=device))
             for case in cases:
-                for impl in impls:
+                for impl in case_impls[case]:
                     res = results[(case, impl)]
                     if impl == "trainer":
                         tps = run_trainer(case, args.vocab, args.trainer_steps, threads, Path(tmp) / f"r{rep}")
@@ -368,7 +390,7 @@ def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
     rows = []
     for case in cases:
         ours = results[(case, "ours")]
-        for impl in impls:
+        for impl in case_impls[case]:
             res = results[(case, impl)]
             row = _summary(res, peak, results.get((case, "hf")) if impl != "hf" else None)
             if impl != "ours":

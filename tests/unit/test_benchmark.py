@@ -7,8 +7,9 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 
-from ffn_zoo.tools.benchmark import benchmark
+from ffn_zoo.tools.benchmark import Case, benchmark, build_hf, build_ours
 
 
 TINY = ["--model", "tiny", "--seq", "16", "--batch", "2", "--vocab", "256", "--repeats", "2", "--steps", "1",
@@ -53,3 +54,29 @@ def test_benchmark_trainer_mode(tmp_path: Path) -> None:
     assert [r["impl"] for r in rows] == ["ours", "trainer"]
     _check_row(rows[1], "trainer")
     assert rows[1]["vs_ours"] > 0
+
+
+def test_an_mlm_case_times_the_masked_step_without_the_causal_peer(capsys: pytest.CaptureFixture[str]) -> None:
+    """--objective mlm: our masked-LM step (what MLM ladders train); GPT-2, a causal LM, is no peer for it."""
+    pytest.importorskip("transformers")
+    rows = benchmark([*TINY, "--ffn", "gelu", "--objective", "clm", "mlm", "--peer", "hf"])
+    assert [(r["objective"], r["impl"]) for r in rows] == [("clm", "ours"), ("clm", "hf"), ("mlm", "ours")]
+    _check_row(rows[2], "ours")
+    assert rows[0]["vs_hf"] > 0 and "vs_hf" not in rows[2]
+    assert " mlm " in capsys.readouterr().out  # the table names each row's objective
+
+
+def test_the_mlm_step_has_the_mask_token_and_its_own_losses() -> None:
+    clm, mlm = (Case("tiny", "gelu", 16, 2, "32-true", o) for o in ("clm", "mlm"))
+    d = 64  # model=tiny's d_model
+    torch.manual_seed(0)
+    step_clm, flops_clm = build_ours(clm, vocab=256, device="cpu", compile_=False)
+    torch.manual_seed(0)
+    step_mlm, flops_mlm = build_ours(mlm, vocab=256, device="cpu", compile_=False)
+    assert flops_mlm - flops_clm == 6 * d  # one more embedding row: [MASK], id 256
+    batch = torch.randint(0, 256, (2, 17), generator=torch.Generator().manual_seed(0))  # (B, T + 1)
+    a, b = step_clm(batch), step_mlm(batch)
+    assert a.ndim == 0 and not a.requires_grad and math.isfinite(a.item()) and math.isfinite(b.item())
+    assert a.item() != b.item()
+    with pytest.raises(ValueError, match="causal"):
+        build_hf(mlm, vocab=256, device="cpu")

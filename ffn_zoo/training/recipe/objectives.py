@@ -104,19 +104,26 @@ class Objective:
         return self(batch, train=False)[0]
 
 
+def build_objective(name: str, mlm: Any, corpus_vocab: int) -> Objective:
+    """The objective ``objective`` names; under MLM with the ``mlm`` config's masking (``mask_prob``, ``mask_seed``)."""
+    if check_objective(str(name)) == "clm":
+        return Objective("clm")
+    mask_prob = float(mlm.mask_prob)
+    if not 0.0 < mask_prob < 1.0:
+        raise ConfigError(f"mlm.mask_prob={mask_prob} must be in (0, 1)")
+    return Objective("mlm", corpus_vocab, mask_prob, int(mlm.mask_seed))
+
+
 def prepare_objective(name: str, mlm: Any, corpus: Corpus) -> tuple[Corpus, Objective]:
     """The run's objective (``objective``, and the ``mlm`` config under MLM) and the corpus as it sees it.
 
     Under MLM the corpus's CLM floor (``optimal_val_loss``) and bits-per-byte do not apply to a
     masked-token loss, so they are dropped rather than reported beside a number they do not bound.
     """
-    if check_objective(str(name)) == "clm":
-        return corpus, Objective("clm")
-    mask_prob = float(mlm.mask_prob)
-    if not 0.0 < mask_prob < 1.0:
-        raise ConfigError(f"mlm.mask_prob={mask_prob} must be in (0, 1)")
-    objective = Objective("mlm", corpus.vocab_size, mask_prob, int(mlm.mask_seed))
-    desc = f"{corpus.description}; objective mlm ({mask_prob:.0%} masked, [MASK] = id {corpus.vocab_size})"
+    objective = build_objective(name, mlm, corpus.vocab_size)
+    if objective.name == "clm":
+        return corpus, objective
+    desc = f"{corpus.description}; objective mlm ({objective.mask_prob:.0%} masked, [MASK] = id {corpus.vocab_size})"
     seen = copy.copy(corpus)  # shallow: shares the token arrays, and skips re-validating (a scan of train)
     seen.optimal_val_loss, seen.val_bytes, seen.description = None, None, desc
     seen.extra_val = {k: dataclasses.replace(v, val_bytes=None) for k, v in corpus.extra_val.items()}
