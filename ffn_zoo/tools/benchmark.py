@@ -265,7 +265,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
         f = lambda k, fmt: format(r[k], fmt) if r.get(k) is not None else "-"  # noqa: E731
         mem = r.get("peak_device_mib") or r.get("peak_rss_mib")
         lines.append(
-            f"{r['model']:9} {r['ffn']:7} {r.get('objective', 'clm'):3} {r['seq']:>4} {r['batch']:>3} "
+            f"{r['model']:9} {r['ffn']:7} {r['objective']:3} {r['seq']:>4} {r['batch']:>3} "
             f"{r['precision']:10} {r['impl']:{w}} {r['tokens_per_s']:>8.0f} {r['spread']:>6.1%} {r['mfu']:>5.2f} "
             f"{(format(mem, '.0f') if mem else '-'):>8} {f('data_share', '.1%'):>5} "
             f"{f('vs_hf', '.2f'):>6} {f('vs_ours', '.2f'):>7} {f('vs_gemm_floor', '.2f'):>6} "
