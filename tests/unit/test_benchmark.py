@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from ffn_zoo.tools.benchmark import Case, benchmark, build_hf, build_ours
+from ffn_zoo.training.recipe.build import compose
 
 
 TINY = ["--model", "tiny", "--seq", "16", "--batch", "2", "--vocab", "256", "--repeats", "2", "--steps", "1",
@@ -68,7 +69,7 @@ def test_an_mlm_case_times_the_masked_step_without_the_causal_peer(capsys: pytes
 
 def test_the_mlm_step_has_the_mask_token_and_its_own_losses() -> None:
     clm, mlm = (Case("tiny", "gelu", 16, 2, "32-true", o) for o in ("clm", "mlm"))
-    d = 64  # model=tiny's d_model
+    d = compose(["model=tiny"]).model.d_model
     torch.manual_seed(0)
     step_clm, flops_clm = build_ours(clm, vocab=256, device="cpu", compile_=False)
     torch.manual_seed(0)
