@@ -30,6 +30,7 @@ from ffn_zoo.training.lifecycle.guards import build_guards
 from ffn_zoo.training.lifecycle.jobs import failed_in_workers, job_threads
 from ffn_zoo.training.lifecycle.runs import SWEPT_KEYS_ENV, register_resolvers, resume_point, swept_keys
 from ffn_zoo.training.recipe.build import config_dir, model_config, validate_config
+from ffn_zoo.training.recipe.denormals import denormals_flushed, flush_denormals
 from ffn_zoo.training.recipe.module import LitLM
 from ffn_zoo.training.recipe.objectives import model_vocab_size, prepare_objective
 from ffn_zoo.training.recipe.precision import run_precision
@@ -51,6 +52,8 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     validate_config(cfg)
     quiet_warnings()
     quiet_lightning()  # no "💡 Tip" lines
+    # before the first parallel op: the intra-op threads inherit FTZ/DAZ when they start (recipe/denormals.py)
+    flush_denormals(cfg.impl.flush_denormal)
     if threads := job_threads(cfg.impl.threads):  # auto: cores ÷ the jobs side by side (jobs.py)
         torch.set_num_threads(threads)
     torch.set_float32_matmul_precision(cfg.impl.matmul_precision)
@@ -110,6 +113,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
         "resumed_from": str(ckpt_path) if ckpt_path else None,
         "objective": objective.name,
         "precision": precision,  # what ran (impl.precision=auto resolves per machine)
+        "denormals_flushed": denormals_flushed(),  # impl.flush_denormal as it held: the share of threads flushing
         **(act_stats.final_metrics() if act_stats else {}),  # instruments.py
         **module.extra_val_metrics(),  # data.extra_val: val_<name>_loss, _ppl, _bpb
         **(extra_metrics or {}),

@@ -306,6 +306,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def benchmark(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Run the cases the command line names; print the table and JSON lines; return the rows."""
     args = parse_args(argv)
+    if any(a.partition("=")[0] == "impl.flush_denormal" for a in args.ablate):
+        raise SystemExit("error: --ablate impl.flush_denormal cannot be timed beside the default in one process: the "
+                         "intra-op threads take it when they start. scripts/bench_denormals.py times it, each arm in "
+                         "its own process, on a trained checkpoint (a fresh model has no denormals to flush)")
     if args.threads:
         torch.set_num_threads(args.threads)
     threads = torch.get_num_threads()

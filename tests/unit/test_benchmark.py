@@ -81,3 +81,9 @@ def test_the_mlm_step_has_the_mask_token_and_its_own_losses() -> None:
     assert a.item() != b.item()
     with pytest.raises(ValueError, match="causal"):
         build_hf(mlm, vocab=256, device="cpu")
+
+
+def test_flush_denormal_is_refused_as_an_in_process_ablation() -> None:
+    """The intra-op threads take FTZ/DAZ when they start, so an arm beside the default would not be what it says."""
+    with pytest.raises(SystemExit, match="bench_denormals.py"):
+        benchmark([*TINY, "--ablate", "impl.flush_denormal=false"])

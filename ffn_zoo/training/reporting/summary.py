@@ -19,6 +19,7 @@ from ffn_zoo.nn.model import INITS, TransformerLM
 from ffn_zoo.atomic import write_json
 from ffn_zoo.training.lifecycle.jobs import threads_note
 from ffn_zoo.training.recipe.module import LitLM
+from ffn_zoo.training.recipe.denormals import denormals_flushed, denormals_note
 from ffn_zoo.training.recipe.optim import describe_optim
 from ffn_zoo.training.recipe.precision import BF16_ON_CPU, bf16_support, cpu_flags, precision_used
 from ffn_zoo.training.lifecycle.runs import CKPT_DIR
@@ -44,7 +45,8 @@ def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: st
         describe_optim(cfg.optim, cfg.trainer.max_steps),
         f"device   {device}, precision {precision_used(cfg.impl.precision, precision)}, {torch.get_num_threads()} threads"
         + threads_note(cfg.impl.threads),
-    ] + ([f"bf16     {BF16_ON_CPU[bf16_support(cpu_flags())]}"] if device == "cpu" else [])
+    ] + ([f"bf16     {BF16_ON_CPU[bf16_support(cpu_flags())]}",
+          f"numerics {denormals_note(cfg.impl.flush_denormal, denormals_flushed())}"] if device == "cpu" else [])
 
 
 def estimate_cpu_time(model: TransformerLM, tokens: int, seq_len: int) -> str:
