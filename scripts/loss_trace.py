@@ -22,7 +22,8 @@ import torch
 
 if not __package__:  # run as `python scripts/loss_trace.py`: the repository root (or PYTHONPATH's checkout) imports
     sys.path.append(str(Path(__file__).resolve().parent.parent))
-from ffn_zoo.tools.benchmark import Case, build_ours  # noqa: E402
+from ffn_zoo.tools.bench_results import Case  # noqa: E402
+from ffn_zoo.tools.benchmark import build_ours  # noqa: E402
 
 
 def trace(model: str, ffn: str, steps: int, batch: int, seq: int, vocab: int, overrides: list[str]) -> list[float]:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from ffn_zoo.tools.benchmark import Case, benchmark, build_hf, build_ours
+from ffn_zoo.tools.bench_results import Case
+from ffn_zoo.tools.benchmark import benchmark, build_hf, build_ours
 from ffn_zoo.training.recipe.build import compose
 
 

@@ -23,7 +23,8 @@ from ffn_zoo.tools.device_check.part import from_json
 from ffn_zoo.tools.device_check.report import Report, markdown
 from ffn_zoo.tools.device_check.sizes import DRY, GPU, PARTS
 from ffn_zoo.tools.device_check.step import StepCase, StepResult, StepRow, largest_batch, step_ratios
-from ffn_zoo.tools.benchmark import Case, _train_step, build_ours
+from ffn_zoo.tools.bench_results import Case
+from ffn_zoo.tools.benchmark import _train_step, build_ours
 from ffn_zoo.training.recipe.build import compose, model_config
 from ffn_zoo.training.recipe.module import LitLM
 

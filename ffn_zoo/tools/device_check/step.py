@@ -107,7 +107,8 @@ def is_oom(e: BaseException) -> bool:
 
 def build_step(case: StepCase, batch: int, vocab: int, device: str) -> tuple[Callable[[torch.Tensor], None], int]:
     """benchmark.py's training step for this case: (step(batch), training FLOPs per token)."""
-    from ffn_zoo.tools.benchmark import Case, build_hf, build_ours
+    from ffn_zoo.tools.bench_results import Case
+    from ffn_zoo.tools.benchmark import build_hf, build_ours
 
     bench = Case(case.model, case.ffn, case.seq, batch, "32-true" if case.precision == "tf32" else case.precision)
     torch.manual_seed(0)
