@@ -56,6 +56,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     flush_denormals(cfg.impl.flush_denormal)
     if threads := job_threads(cfg.impl.threads):  # auto: cores ÷ the jobs side by side (jobs.py)
         torch.set_num_threads(threads)
+    flushed = denormals_flushed()  # what held: 1.0 unless threads started before it (banner and metrics.json)
     torch.set_float32_matmul_precision(cfg.impl.matmul_precision)
     precision = run_precision(cfg.impl.precision, cfg.trainer.accelerator)  # auto: bf16 where the hardware has it
     L.seed_everything(cfg.seed, workers=True, verbose=False)
@@ -93,7 +94,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     if trainer.is_global_zero:
         write_layouts(trainer.loggers)  # the Custom Scalars tab, in this run's own events
         print_banner(cfg, model, corpus.description, trainer.strategy.root_device, precision, ckpt_path, resume_step,
-                     run_dir)
+                     run_dir, flushed)
         for name, held_out in corpus.extra_val.items():  # data.extra_val
             print(f"val set  {name}: {held_out.description}", flush=True)
     if cfg.impl.compile:
@@ -113,7 +114,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
         "resumed_from": str(ckpt_path) if ckpt_path else None,
         "objective": objective.name,
         "precision": precision,  # what ran (impl.precision=auto resolves per machine)
-        "denormals_flushed": denormals_flushed(),  # impl.flush_denormal as it held: the share of threads flushing
+        "denormals_flushed": flushed,  # impl.flush_denormal as it held: the share of the threads flushing
         **(act_stats.final_metrics() if act_stats else {}),  # instruments.py
         **module.extra_val_metrics(),  # data.extra_val: val_<name>_loss, _ppl, _bpb
         **(extra_metrics or {}),

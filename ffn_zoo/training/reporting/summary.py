@@ -19,14 +19,16 @@ from ffn_zoo.nn.model import INITS, TransformerLM
 from ffn_zoo.atomic import write_json
 from ffn_zoo.training.lifecycle.jobs import threads_note
 from ffn_zoo.training.recipe.module import LitLM
-from ffn_zoo.training.recipe.denormals import denormals_flushed, denormals_note
+from ffn_zoo.training.recipe.denormals import denormals_note
 from ffn_zoo.training.recipe.optim import describe_optim
 from ffn_zoo.training.recipe.precision import BF16_ON_CPU, bf16_support, cpu_flags, precision_used
 from ffn_zoo.training.lifecycle.runs import CKPT_DIR
 
 
-def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: str, precision: str) -> list[str]:
-    """The startup facts, one line each; ``precision`` is the one the run trains in (impl.precision=auto resolved)."""
+def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: str, precision: str,
+             flushed: float) -> list[str]:
+    """The startup facts, one line each; ``precision`` is the one the run trains in (impl.precision=auto resolved),
+    ``flushed`` the share of the intra-op threads that flush denormals (recipe/denormals.py)."""
     mc = model.cfg
     variant = FFN_VARIANTS.get(cfg.ffn.name, FFNVariant(cfg.ffn.gated, cfg.ffn.activation, "custom"))
     width = f"{mc.ffn.hidden}" + (
@@ -46,7 +48,7 @@ def describe(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: st
         f"device   {device}, precision {precision_used(cfg.impl.precision, precision)}, {torch.get_num_threads()} threads"
         + threads_note(cfg.impl.threads),
     ] + ([f"bf16     {BF16_ON_CPU[bf16_support(cpu_flags())]}",
-          f"numerics {denormals_note(cfg.impl.flush_denormal, denormals_flushed())}"] if device == "cpu" else [])
+          f"numerics {denormals_note(cfg.impl.flush_denormal, flushed)}"] if device == "cpu" else [])
 
 
 def estimate_cpu_time(model: TransformerLM, tokens: int, seq_len: int) -> str:
@@ -94,8 +96,8 @@ def _size(n: int) -> str:
 
 
 def print_banner(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: torch.device, precision: str,
-                 ckpt_path: Path | None, resume_step: int | None, run_dir: Path) -> None:
-    for line in describe(cfg, model, corpus_desc, str(device), precision):
+                 ckpt_path: Path | None, resume_step: int | None, run_dir: Path, flushed: float) -> None:
+    for line in describe(cfg, model, corpus_desc, str(device), precision, flushed):
         print(line, flush=True)
     if ckpt_path:
         print(f"resume   {ckpt_path} at step {resume_step}", flush=True)
