@@ -37,6 +37,7 @@ def arm(ckpt: str, tokens: str, steps: int, on: bool, threads: int, profile: boo
     from omegaconf import OmegaConf
 
     from ffn_zoo.nn.model import TransformerLM
+    from ffn_zoo.tools.benchmark import _train_step
     from ffn_zoo.training.lifecycle.checkpoint import load_checkpoint
     from ffn_zoo.training.recipe.build import model_config
     from ffn_zoo.training.recipe.module import LitLM
@@ -61,16 +62,12 @@ def arm(ckpt: str, tokens: str, steps: int, on: bool, threads: int, profile: boo
     data = np.load(tokens, mmap_mode="r")
     torch.manual_seed(0)  # MLM draws its masks from torch's generator: the same in both arms
     out: dict = {"on": on, "flushed": denormals_flushed(), "loss": [], "s": []}
+    precision = "bf16-mixed" if cfg.impl.precision == "bf16-mixed" else "32-true"
+    train_step = _train_step(model, lambda b: module.loss(b, "mean"), opt, cfg.optim.grad_clip, precision, "cpu")
 
-    def step(i: int) -> torch.Tensor:
-        batch = torch.from_numpy(np.array(data[i * B * (T + 1):(i + 1) * B * (T + 1)], dtype=np.int64)).view(B, T + 1)
-        loss = module.loss(batch, "mean")
-        loss.backward()
-        if cfg.optim.grad_clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        return loss.detach()
+    def step(i: int) -> torch.Tensor:  # batch i of the token file, through the benchmark's own training step
+        return train_step(torch.from_numpy(np.array(data[i * B * (T + 1):(i + 1) * B * (T + 1)],
+                                                    dtype=np.int64)).view(B, T + 1))
 
     for i in range(steps):
         start = time.perf_counter()
