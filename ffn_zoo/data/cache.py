@@ -1,7 +1,7 @@
 """On-disk cache for trained tokenizers and packed token streams.
 
-Everything is keyed by a fingerprint of what produced it (the input files' identity, size and
-mtime; the tokenizer; the settings), so a sweep tokenizes once and every variant and seed reuses
+Everything is keyed by a fingerprint of what produced it (the input files' names, sizes and
+content hashes; the tokenizer; the settings), so a sweep tokenizes once and every variant and seed reuses
 it, and any change to the inputs or settings lands under a new key. Files are written to a
 temporary name and renamed into place, so an interrupted run never leaves a half-written entry;
 ``meta.json`` is written last and marks an entry complete.
@@ -34,12 +34,20 @@ def fingerprint(*parts: Any) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def file_identity(paths: Iterable[Path]) -> list[tuple[str, int, int]]:
-    """(absolute path, size, mtime in ns) per file: cheap to compute, changes whenever a file is rewritten."""
+def file_identity(paths: Iterable[Path]) -> list[tuple[str, int, str]]:
+    """(file name, size, SHA-256 of the bytes) per file: what the input is, not where or when it was written.
+
+    Keyed by content because a corpus that is copied, checked out elsewhere or re-mounted (a shared volume laid out
+    afresh each session gives every file a new mtime) is the same input: path-and-mtime keys re-trained the
+    tokenizer and re-tokenized ~50 M tokens at every such start. Hashing costs ~1 s per GB; tokenizing, minutes.
+    """
     out = []
     for p in paths:
-        st = p.stat()
-        out.append((str(p.resolve()), st.st_size, st.st_mtime_ns))
+        digest = hashlib.sha256()
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        out.append((p.name, p.stat().st_size, digest.hexdigest()))
     return out
 
 

@@ -60,6 +60,21 @@ def test_second_build_reuses_tokenizer_and_tokens(tmp_path, spies):
     assert (train.calls, encode.calls) == (1, 4)
 
 
+def test_the_same_bytes_elsewhere_or_touched_hit_the_cache(tmp_path, spies):
+    """Keyed by content: a copy at another path, or the file re-laid with a new mtime, is the same input."""
+    encode, train = spies
+    first = build_corpus(cfg(tmp_path))
+    src = Path(cfg(tmp_path)["train"])
+    os.utime(src, (1_000_000_000, 1_000_000_000))  # a shared volume laid out afresh: same bytes, new mtime
+    copy = tmp_path / "elsewhere" / src.name
+    copy.parent.mkdir()
+    copy.write_bytes(src.read_bytes())
+    for path in (src, copy):
+        again = build_corpus(cfg(tmp_path, train=str(path)))
+        assert (train.calls, encode.calls) == (1, 2)  # neither re-trained nor re-tokenized
+        assert np.array_equal(first.train, again.train) and "cached" in again.description
+
+
 @pytest.mark.parametrize("change", ["file", "seq_len", "vocab", "tokenizer_kind"])
 def test_changes_invalidate(tmp_path, spies, change):
     encode, train = spies
