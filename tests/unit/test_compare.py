@@ -193,12 +193,33 @@ def test_pooled_precisions_are_named_and_an_unrecorded_one_is_not_counted() -> N
     precision recorded) do not: unknown is not another precision."""
     from types import SimpleNamespace
 
-    from ffn_zoo.analysis.compare.runs import Run, precision_warnings
+    from ffn_zoo.analysis.compare.runs import Run, numerics_warnings
 
     def runs(*precisions: str | None) -> list[Run]:
         return [Run(Path(f"r{i}"), "ok", {}, {"precision": p} if p else {}) for i, p in enumerate(precisions)]
 
     mixed = [SimpleNamespace(setting=0, runs=runs("32-true", "bf16-mixed"))]
-    (warning,) = precision_warnings(mixed)
+    (warning,) = numerics_warnings(mixed)
     assert "setting 1 pools runs trained in 32-true (1) and bf16-mixed (1)" in warning
-    assert precision_warnings([SimpleNamespace(setting=0, runs=runs("32-true", None, None))]) == []
+    assert numerics_warnings([SimpleNamespace(setting=0, runs=runs("32-true", None, None))]) == []
+
+
+def test_pooled_denormal_handlings_are_named_and_an_unrecorded_one_is_not_counted() -> None:
+    """A flushed run beside one that kept denormals (recorded, or a run folder from before impl.flush_denormal) gets a
+    warning; runs read back from a report (no impl settings) are unknown, not another handling."""
+    from types import SimpleNamespace
+
+    from ffn_zoo.analysis.compare.runs import Run, denormals_of, numerics_warnings
+
+    flushed = Run(Path("a"), "ok", {"impl.flush_denormal": True}, {"denormals_flushed": 1.0})
+    kept = Run(Path("b"), "ok", {"impl.flush_denormal": False}, {"denormals_flushed": 0.0})
+    older = Run(Path("c"), "ok", {"impl.precision": "32-true"}, {})  # before the flag: kept
+    report = Run(Path("d"), "ok", {"ffn.name": "gelu"}, {"val_loss": 6.0})
+    assert [denormals_of(r) for r in (flushed, kept, older, report)] == ["flushed", "kept", "kept", None]
+    for other in (kept, older):
+        pooled = [SimpleNamespace(setting=0, runs=[flushed]), SimpleNamespace(setting=0, runs=[other])]
+        (warning,) = numerics_warnings(pooled)
+        assert "mixed denormals: setting 1 pools runs with denormals flushed (1) and kept (1)" in warning
+    assert numerics_warnings([SimpleNamespace(setting=0, runs=[flushed, report])]) == []
+    apart = [SimpleNamespace(setting=0, runs=[flushed]), SimpleNamespace(setting=1, runs=[kept])]
+    assert numerics_warnings(apart) == []  # separate settings are never pooled

@@ -170,7 +170,7 @@ def group_runs(runs: Sequence[Run]) -> tuple[list[Group], list[dict[str, Any]], 
         wanted = g.runs[0].config.get("trainer.max_steps")
         if wanted is not None and any(s != wanted for s in steps):
             warnings.append(f"{g.label}: runs stopped at steps {sorted(steps)} of trainer.max_steps={wanted}")
-    warnings += precision_warnings(groups)
+    warnings += numerics_warnings(groups)
     if len(settings) > 1:
         differing = sorted({k for s in settings for k in s if any(t.get(k) != s.get(k) for t in settings)})
         for i, s in enumerate(settings):
@@ -187,17 +187,32 @@ def precision_of(run: Run) -> str | None:
     return run.metrics.get("precision") or run.config.get("impl.precision")
 
 
-def precision_warnings(groups: Sequence[Group]) -> list[str]:
-    """impl.precision is a setting that must not change results, so runs of several precisions pool into one setting;
-    whether bf16 leaves a gap alone is measured, not assumed (docs/benchmarks.md): say where they pool. A run whose
-    precision is not recorded (one read back from an older compare report) is not counted as another precision."""
+def denormals_of(run: Run) -> str | None:
+    """How the run's CPU threads treated subnormal floats (impl.flush_denormal): metrics.json's share of flushing
+    threads, else "kept" for a run folder from before the flag existed (an impl config without it), else unknown
+    (a run read back from a committed report records no impl settings)."""
+    share = run.metrics.get("denormals_flushed")
+    if share is not None:
+        return "flushed" if share >= 1 else "kept" if share == 0 else "partly flushed"
+    if any(k.startswith("impl.") for k in run.config) and "impl.flush_denormal" not in run.config:
+        return "kept"
+    return None
+
+
+def numerics_warnings(groups: Sequence[Group]) -> list[str]:
+    """impl settings must not change results, so runs of several precisions or denormal handlings pool into one
+    setting; whether they leave a gap alone is measured, not assumed (docs/benchmarks.md: bf16; denormals move a
+    `bert_base` seed's loss by ~1e-2 at 2 Mi): say where they pool. An unrecorded value is not counted as another."""
     out = []
-    for s in sorted({g.setting for g in groups}):
-        counts = Counter(p for g in groups if g.setting == s for r in g.runs if (p := precision_of(r)) is not None)
-        if len(counts) > 1:
-            out.append(f"mixed precision: setting {s + 1} pools runs trained in "
-                       + " and ".join(f"{p} ({n})" for p, n in sorted(counts.items()))
-                       + "; compare each precision on its own where the gap matters (docs/benchmarks.md)")
+    for what, of, hint in (("precision", precision_of, "compare each precision on its own where the gap matters"),
+                           ("denormals", denormals_of, "pair runs with the same impl.flush_denormal")):
+        for s in sorted({g.setting for g in groups}):
+            counts = Counter(v for g in groups if g.setting == s for r in g.runs if (v := of(r)) is not None)
+            if len(counts) > 1:
+                trained = "trained in" if what == "precision" else "with denormals"
+                out.append(f"mixed {what}: setting {s + 1} pools runs {trained} "
+                           + " and ".join(f"{v} ({n})" for v, n in sorted(counts.items()))
+                           + f"; {hint} (docs/benchmarks.md)")
     return out
 
 
