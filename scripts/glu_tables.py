@@ -47,7 +47,7 @@ class Shape:
 
 D128 = Shape("causal LM", "d 128 × 4", "width/d128")
 CLM = Shape("causal LM", "d 256 × 4 (`mini`)", "wikipedia_ladder")
-D512 = Shape("causal LM", "d 512 × 4", "width/d512_2seeds")
+D512 = Shape("causal LM", "d 512 × 4", "width/d512_3seeds")
 D768 = Shape("causal LM", "d 768 × 4", "width", setting=4)
 DEPTH_AXIS = "depth"  # d 256 over 0.25-2 Mi (issue 44): ladder_setting 1..4 = 4 (the committed map), 2, 8, 12 layers
 DEPTHS = {2: 2, 1: 4, 3: 8, 4: 12}  # ladder_setting -> layers, in the order of depth
@@ -260,7 +260,7 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "n-clm-slope": lambda: f"{the_trend(CLM, 'slope_per_decade')} [{the_trend(CLM, 'slope_lo')}, "
                            f"{the_trend(CLM, 'slope_hi')}]",
     "n-clm-crossing": lambda: crossing_cell(trend(CLM)),
-    "n-d512-2Mi-seeds": lambda: f"{seed_delta(D512, 2_097_152, '0')} and {seed_delta(D512, 2_097_152, '1')}",
+    "n-d512-2Mi-seeds": lambda: ", ".join(seed_delta(D512, 2_097_152, s) for s in ("0", "1", "2")),
     "n-d512-slope": lambda: f"{the_trend(D512, 'slope_per_decade')} [{the_trend(D512, 'slope_lo')}, "
                             f"{the_trend(D512, 'slope_hi')}]",
     "n-d768-1Mi": lambda: delta_cell(delta_rows(D768)[1_048_576]),
