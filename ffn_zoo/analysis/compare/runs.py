@@ -204,13 +204,13 @@ def numerics_warnings(groups: Sequence[Group]) -> list[str]:
     setting; whether they leave a gap alone is measured, not assumed (docs/benchmarks.md: bf16; denormals move a
     `bert_base` seed's loss by ~1e-2 at 2 Mi): say where they pool. An unrecorded value is not counted as another."""
     out = []
-    for what, of, hint in (("precision", precision_of, "compare each precision on its own where the gap matters"),
-                           ("denormals", denormals_of, "pair runs with the same impl.flush_denormal")):
+    for what, of, runs_with, hint in (
+            ("precision", precision_of, "trained in", "compare each precision on its own where the gap matters"),
+            ("denormals", denormals_of, "with denormals", "pair runs with the same impl.flush_denormal")):
         for s in sorted({g.setting for g in groups}):
             counts = Counter(v for g in groups if g.setting == s for r in g.runs if (v := of(r)) is not None)
             if len(counts) > 1:
-                trained = "trained in" if what == "precision" else "with denormals"
-                out.append(f"mixed {what}: setting {s + 1} pools runs {trained} "
+                out.append(f"mixed {what}: setting {s + 1} pools runs {runs_with} "
                            + " and ".join(f"{v} ({n})" for v, n in sorted(counts.items()))
                            + f"; {hint} (docs/benchmarks.md)")
     return out
