@@ -55,6 +55,15 @@ def test_outside_git_there_is_no_revision(tmp_path: Path) -> None:
     assert "no git revision" in P.describe(prov)
 
 
+def test_paths_inside_the_working_folder_are_written_relative(tmp_path: Path) -> None:
+    here = tmp_path / "checkout"
+    argv = [str(here / "logs" / "seed0"), "--out", str(here / "experiments" / "x"), "/elsewhere/runs", "rel/dir",
+            str(here)]
+    command = P.provenance(argv, cwd=here)["command"]
+    assert command == "ffn-zoo-compare logs/seed0 --out experiments/x /elsewhere/runs rel/dir ."
+    assert str(tmp_path) not in command
+
+
 def check_stamped(out: Path, argv: list[str]) -> dict:
     """Every file in ``out`` is listed in provenance.json with its hash; JSON and Markdown carry the record."""
     record = json.loads((out / P.PROVENANCE_FILE).read_text())

@@ -44,10 +44,24 @@ def project_version() -> str:
         return "unknown"
 
 
-def provenance(argv: Sequence[str], prog: str = "ffn-zoo-compare", repo: Path = CODE_ROOT) -> dict[str, Any]:
+def portable(arg: str, cwd: Path) -> str:
+    """``arg`` relative to ``cwd`` where it is an absolute path inside it, else unchanged: a committed result names
+    the command as it reads from the checkout, not one machine's folders."""
+    path = Path(arg)
+    if not path.is_absolute():
+        return arg
+    try:
+        return str(path.relative_to(cwd)) or "."
+    except ValueError:  # outside the working folder: kept as given
+        return arg
+
+
+def provenance(argv: Sequence[str], prog: str = "ffn-zoo-compare", repo: Path = CODE_ROOT,
+               cwd: Path | None = None) -> dict[str, Any]:
     commit, dirty = git_revision(repo)
-    return {"command": shlex.join([prog, *argv]), "version": project_version(), "git_commit": commit,
-            "git_dirty": dirty}
+    here = Path.cwd() if cwd is None else cwd
+    return {"command": shlex.join([prog, *(portable(a, here) for a in argv)]), "version": project_version(),
+            "git_commit": commit, "git_dirty": dirty}
 
 
 def describe(prov: dict[str, Any]) -> str:
