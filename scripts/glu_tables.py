@@ -264,7 +264,11 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "n-d512-slope": lambda: f"{the_trend(D512, 'slope_per_decade')} [{the_trend(D512, 'slope_lo')}, "
                             f"{the_trend(D512, 'slope_hi')}]",
     "n-d768-1Mi": lambda: delta_cell(delta_rows(D768)[1_048_576]),
-    "n-d768-2Mi": lambda: seed_delta(D768, 2_097_152, "0"),
+    "n-d768-2Mi-seeds": lambda: ", ".join(seed_delta(D768, 2_097_152, s) for s in ("0", "1")),
+    "n-d768-2Mi": lambda: delta_cell(delta_rows(D768)[2_097_152]),
+    "n-d768-crossing": lambda: crossing_cell(trend(D768)),
+    "n-d768-slope": lambda: f"{the_trend(D768, 'slope_per_decade')} [{the_trend(D768, 'slope_lo')}, "
+                            f"{the_trend(D768, 'slope_hi')}]",
     "n-bert": lambda: f"{seed_delta(BERT, 262_144, '0')} / {seed_delta(BERT, 524_288, '0')}",
     "n-bert-s1": lambda: f"{seed_delta(BERT, 262_144, '1')} / {seed_delta(BERT, 524_288, '1')}",
     "n-bert-2": lambda: f"{delta_cell(delta_rows(BERT)[262_144], 2)} / {delta_cell(delta_rows(BERT)[524_288], 2)}",

@@ -318,7 +318,7 @@ TUNE_UP_TABLE = Table(
 WIDTH_BLOCKS: dict[str, Callable[[], str]] = {
     "width-throughput": THROUGHPUT_TABLE,
     "width-plan": PLAN,
-    "width-d768-seeds": seed_table("width/d768_2seeds", (Q, H, M1)),
+    "width-d768-seeds": seed_table("width/d768_2seeds", (Q, H, M1, M2)),
     "width-first-axis": FIRST_AXIS,
     "width-axis-1Mi": AXIS_1MI,
     "width-d512-seeds": seed_table("width/d512_2seeds", (Q, H, M1, M2)),

@@ -160,3 +160,29 @@ def test_settings_are_numbered_in_the_order_given_reports_included(tmp_path: Pat
         assert next(r["setting_label"] for r in report["delta_rows"] if r["ladder_setting"] == 1) == first
     top = [d for d in report["delta_rows"] if d["ladder_setting"] == 2]
     assert all(d["vs_ref"] == pytest.approx(0.03) for d in top)  # the report's gap against the fresh folder's
+
+
+def _record_numerics(sweep: Path, flushed: float) -> Path:
+    """Each branch's metrics.json records its precision and denormal handling, as training writes them."""
+    for metrics in sweep.glob("*/budget=*/metrics.json"):
+        m = json.loads(metrics.read_text())
+        metrics.write_text(json.dumps({**m, "precision": "32-true", "denormals_flushed": flushed}))
+    return sweep
+
+
+def test_each_seeds_numerics_survive_a_report(tmp_path: Path) -> None:
+    """Seeds kept-denormal in one session's report, a flushed seed in the next: pooled, the warning still names
+    both (a report that forgot them would pool silently); a report of one handling alone warns of nothing."""
+    early = _record_numerics(ladder_sweep(tmp_path / "early", delta, seeds=(0, 1)), flushed=0.0)
+    first = compare([early], out=tmp_path / "early_cmp", layout=False)
+    assert {d for r in first["budget_rows"] for d in r["seed_denormals"]} == {"kept"}
+    assert not any("mixed" in w for w in first["warnings"])
+    late = _record_numerics(ladder_sweep(tmp_path / "late", delta, seeds=(2,)), flushed=1.0)
+    pooled = compare([tmp_path / "early_cmp", late], out=tmp_path / "pooled", layout=False)
+    mixed = [w for w in pooled["warnings"] if "mixed denormals" in w]  # one per budget
+    assert len(mixed) == 3 and all("flushed (2) and kept (4)" in w for w in mixed)
+    assert not any("mixed precision" in w for w in pooled["warnings"])  # all 32-true
+    again = compare([tmp_path / "pooled"], out=tmp_path / "again", layout=False)  # a pooled report read back
+    assert sum("mixed denormals" in w for w in again["warnings"]) == 3
+    header = (tmp_path / "pooled" / "ladder_budgets.csv").read_text().splitlines()[0]
+    assert "seed_denormals" not in header and "seed_precision" not in header  # per-seed lists: JSON only

@@ -4,10 +4,12 @@ run in different sessions are compared together after their run folders are gone
     ffn-zoo-compare experiments/glu_variants/width/d128 logs/glu_width/d512/seed* --out ...
 
 The report keeps, per setting, budget and variant, each seed's final loss on every held-out set, and (since
-``ladder_settings`` was added) each setting's config; that is all a ladder comparison reads. What it does not keep
-is not invented: per-seed bpb and tokens/s come back as their means, and a run left out for a non-finite loss stays
-left out (named in one warning). A report from before ``ladder_settings`` has only the settings' labels; give the
-keys it needs with ``--set`` (``--set model.d_model=128``), which applies to every report given.
+``ladder_settings`` was added) each setting's config, and (reports from 2026-12-06 on) each seed's precision and
+denormal handling, so pooling reports still warns of mixed numerics; that is all a ladder comparison reads. What it
+does not keep is not invented: per-seed bpb and tokens/s come back as their means, and a run left out for a
+non-finite loss stays left out (named in one warning). A report from before ``ladder_settings`` has only the
+settings' labels; give the keys it needs with ``--set`` (``--set model.d_model=128``), which applies to every report
+given.
 """
 
 from __future__ import annotations
@@ -60,13 +62,16 @@ def runs_from_report(file: Path, extra_config: dict[str, Any] | None = None) -> 
         config = {**settings[row["ladder_setting"] - 1], **(extra_config or {}),
                   **ffn.get(row["variant"], {"ffn.name": row["variant"]}), "trainer.max_steps": row["steps"]}
         nonfinite += row.get("nonfinite_runs") or []
-        for seed, loss in zip(row["seeds"], row["val_losses"], strict=True):
+        unknown = [None] * len(row["seeds"])  # reports from before each seed's numerics were recorded
+        numerics = zip(row.get("seed_precision") or unknown, row.get("seed_denormals") or unknown, strict=True)
+        for seed, loss, (precision, denormals) in zip(row["seeds"], row["val_losses"], numerics, strict=True):
             metrics = {"status": "ok", "ladder_role": "branch", "ladder_budget_tokens": row["budget_tokens"],
                        "seed": seed, "ffn": row["variant"], "gated": row["form"] == "gated", "d_ff": row["hidden"],
                        "params_ffn": row["params_ffn"], "params_total": row["params_total"],
                        "flops_per_token": row["flops_per_token"], "steps": row["steps"],
                        "tokens_seen": row["tokens_seen"], "val_loss": loss, "val_bpb": row["val_bpb"],
-                       "train_tokens_per_s": row["tokens_per_s"], "extra_val": sorted(extra)}
+                       "train_tokens_per_s": row["tokens_per_s"], "extra_val": sorted(extra),
+                       "precision": precision, "denormals": denormals}
             for name, by_key in extra.items():
                 other = by_key.get(_row_key(row))
                 if other is not None and seed in other["seeds"]:

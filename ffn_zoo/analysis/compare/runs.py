@@ -190,7 +190,9 @@ def precision_of(run: Run) -> str | None:
 def denormals_of(run: Run) -> str | None:
     """How the run's CPU threads treated subnormal floats (impl.flush_denormal): metrics.json's share of flushing
     threads, else "kept" for a run folder from before the flag existed (an impl config without it), else unknown
-    (a run read back from a committed report records no impl settings)."""
+    (a run read back from a report written before reports recorded it per seed)."""
+    if run.metrics.get("denormals"):  # a run read back from a report that recorded it (reports.py)
+        return run.metrics["denormals"]
     share = run.metrics.get("denormals_flushed")
     if share is not None:
         return "flushed" if share >= 1 else "kept" if share == 0 else "partly flushed"

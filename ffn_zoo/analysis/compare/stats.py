@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ffn_zoo.analysis.compare.runs import SHAZEER_2020, Group, Run, seed_curves
+from ffn_zoo.analysis.compare.runs import SHAZEER_2020, Group, Run, denormals_of, precision_of, seed_curves
 
 
 def welch_interval(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> tuple[float, float, float] | None:
@@ -81,6 +81,7 @@ def summarize(groups: Sequence[Group], baseline: str, paper: bool = False,
     rows = []
     for g in groups:
         by_seed, bad = finite_by_seed(g, key("loss"))
+        runs_by_seed = {r.seed: r for r in g.runs}
         loss = np.array(list(by_seed.values()))
         base = next((h for h in groups if h.setting == g.setting and h.label == baseline), None)
         row: dict[str, Any] = {
@@ -98,6 +99,9 @@ def summarize(groups: Sequence[Group], baseline: str, paper: bool = False,
             "val_loss_mean": float(loss.mean()) if len(loss) else math.nan,
             "val_loss_std": float(loss.std(ddof=1)) if len(loss) > 1 else None,
             "val_losses": [float(x) for x in loss],
+            # each seed's numerics, so a report read back still says what it pools (runs.numerics_warnings)
+            "seed_precision": [precision_of(runs_by_seed[s]) for s in by_seed],
+            "seed_denormals": [denormals_of(runs_by_seed[s]) for s in by_seed],
             "val_ppl": math.exp(loss.mean()) if len(loss) else math.nan,  # geometric mean over seeds
             "val_bpb": _mean_or_none(g.values(key("bpb"))),
             "tokens_per_s": _mean_or_none(g.values("train_tokens_per_s")),

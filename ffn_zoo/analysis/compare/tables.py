@@ -100,8 +100,11 @@ def _common_settings(settings: Sequence[dict[str, Any]]) -> str:
     return ", ".join(f"{k}={v}" for k, v in common.items() if v is not None)
 
 
+PER_SEED_KEYS = ("val_losses", "seed_precision", "seed_denormals")  # in the JSON report only: one value per seed
+
+
 def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
-    cols = [k for k in rows[0] if k != "val_losses"] if rows else []
+    cols = [k for k in rows[0] if k not in PER_SEED_KEYS] if rows else []
     with path.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
