@@ -94,11 +94,12 @@ def ladder_rows(branches: Sequence[Run], baseline: str, val_set: str | None = No
         in_setting = f"setting {si + 1}, " if len(settings) > 1 else ""
         on_axis = {"axis_value": dict(skey).get(axis)} if axis else {}
         by_variant: dict[str, dict[int, dict[Any, float]]] = {}  # variant -> budget -> seed -> finite loss
+        run_warns: dict[str, list[str]] = {}  # a grouping warning -> the budgets it holds at: said once
         for tokens in budgets:
             at = f"{where}{in_setting}budget {tokens_label(tokens)}: "
             groups, _, warns = group_runs([r for r in runs if r.metrics["ladder_budget_tokens"] == tokens])
-            if val_set is None:
-                warnings += [at + w for w in warns]
+            for w in warns if val_set is None else ():
+                run_warns.setdefault(w, []).append(tokens_label(tokens))
             rows = summarize(groups, baseline, val_set=val_set)
             warnings += row_warnings(rows, at)
             table += [{"ladder_setting": si + 1, "setting_label": labels[si], "budget_tokens": tokens, **row}
@@ -115,6 +116,8 @@ def ladder_rows(branches: Sequence[Run], baseline: str, val_set: str | None = No
                     "n_baseline": len(base), "delta": row["delta"], "delta_lo": row["delta_lo"],
                     "delta_hi": row["delta_hi"], **{k: row[k] for k in PAIRED},
                     "per_seed": {s: losses[s] - base[s] for s in losses if s in base}})
+        warnings += [f"{where}{in_setting}budget{'s' * (len(held) > 1)} {', '.join(held)}: {w}"
+                     for w, held in run_warns.items()]
         base = by_variant.get(baseline)
         for d in deltas:  # read off the baseline's whole ladder, so after every budget is in
             if d["ladder_setting"] == si + 1:
