@@ -51,7 +51,7 @@ def portable(arg: str, cwd: Path) -> str:
     if not path.is_absolute():
         return arg
     try:
-        return str(path.relative_to(cwd)) or "."
+        return str(path.relative_to(cwd))  # cwd itself: "."
     except ValueError:  # outside the working folder: kept as given
         return arg
 
