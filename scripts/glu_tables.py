@@ -194,7 +194,7 @@ def objectives() -> str:
         for held, name in (("", "Wikipedia"), ("c4", "C4")):
             rows, t = delta_rows(s, held), trend(s, held)
             lines.append(f"| {s.objective} | {name} | " + " | ".join(delta_cell(rows.get(b)) for b in BUDGETS)
-                         + f" | {nats(t['slope_per_decade'])} [{nats(t['slope_lo'])}, {nats(t['slope_hi'])}] |")
+                         + f" | {slope_text(t)} |")
     for s in (clm, mlm):
         lines.append(f"| {s.objective}: × GELU's tokens | Wikipedia | "
                      + " | ".join(multiplier_cell(multiplier(s, b)) for b in BUDGETS) + " | |")
@@ -220,8 +220,13 @@ def seed_delta(shape: Shape, budget: int, seed: str) -> str:
     return nats(delta_rows(shape)[budget]["per_seed"][seed])
 
 
-def the_trend(shape: Shape, key: str) -> str:
-    return nats(trend(shape)[key])
+def slope_text(t: dict) -> str:
+    """A trend's slope per 10× tokens with its 95% interval."""
+    return f"{nats(t['slope_per_decade'])} [{nats(t['slope_lo'])}, {nats(t['slope_hi'])}]"
+
+
+def slope_cell(shape: Shape) -> str:
+    return slope_text(trend(shape))
 
 
 def gelu_at(shape: Shape, budgets: tuple[int, int] = (1_048_576, 2_097_152)) -> str:
@@ -249,7 +254,7 @@ def late_slope(held: str) -> str:
     t = trend(MLM8_LATE, held)
     if t.get("slope_lo") is None:
         return f"{nats(t['slope_per_decade'])} ({len(t['seeds_used'])} seed)"
-    return f"{nats(t['slope_per_decade'])} [{nats(t['slope_lo'])}, {nats(t['slope_hi'])}]"
+    return slope_text(t)
 
 
 MLM = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder")  # 0.25-4 Mi, the committed 3 seeds (issue 22)
@@ -257,18 +262,15 @@ MLM8_LATE = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder_8Mi/late")
 NUMBERS: dict[str, Callable[[], str]] = {
     "n-clm-1Mi": lambda: delta_cell(delta_rows(CLM)[1_048_576]),
     "n-clm-4Mi": lambda: delta_cell(delta_rows(CLM)[4_194_304]),
-    "n-clm-slope": lambda: f"{the_trend(CLM, 'slope_per_decade')} [{the_trend(CLM, 'slope_lo')}, "
-                           f"{the_trend(CLM, 'slope_hi')}]",
+    "n-clm-slope": lambda: slope_cell(CLM),
     "n-clm-crossing": lambda: crossing_cell(trend(CLM)),
     "n-d512-2Mi-seeds": lambda: ", ".join(seed_delta(D512, 2_097_152, s) for s in ("0", "1", "2")),
-    "n-d512-slope": lambda: f"{the_trend(D512, 'slope_per_decade')} [{the_trend(D512, 'slope_lo')}, "
-                            f"{the_trend(D512, 'slope_hi')}]",
+    "n-d512-slope": lambda: slope_cell(D512),
     "n-d768-1Mi": lambda: delta_cell(delta_rows(D768)[1_048_576]),
     "n-d768-2Mi-seeds": lambda: ", ".join(seed_delta(D768, 2_097_152, s) for s in ("0", "1")),
     "n-d768-2Mi": lambda: delta_cell(delta_rows(D768)[2_097_152]),
     "n-d768-crossing": lambda: crossing_cell(trend(D768)),
-    "n-d768-slope": lambda: f"{the_trend(D768, 'slope_per_decade')} [{the_trend(D768, 'slope_lo')}, "
-                            f"{the_trend(D768, 'slope_hi')}]",
+    "n-d768-slope": lambda: slope_cell(D768),
     "n-bert": lambda: f"{seed_delta(BERT, 262_144, '0')} / {seed_delta(BERT, 524_288, '0')}",
     "n-bert-s1": lambda: f"{seed_delta(BERT, 262_144, '1')} / {seed_delta(BERT, 524_288, '1')}",
     "n-bert-2": lambda: f"{delta_cell(delta_rows(BERT)[262_144], 2)} / {delta_cell(delta_rows(BERT)[524_288], 2)}",
