@@ -323,6 +323,7 @@ WIDTH_BLOCKS: dict[str, Callable[[], str]] = {
     "width-axis-1Mi": AXIS_1MI,
     "width-d512-seeds": seed_table("width/d512_2seeds", (Q, H, M1, M2)),
     "width-d512-3seeds": seed_table("width/d512_3seeds", (Q, H, M1, M2)),
+    "width-d768-3seeds": seed_table("width/d768_3seeds", (Q, H, M1, M2)),
     "width-bert": BERT_TABLE,
     "width-mech-d256": MECH_D256_TABLE,
     "width-mech-d768": MECH_D768_TABLE,
