@@ -276,7 +276,7 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "n-bert": lambda: f"{seed_delta(BERT, 262_144, '0')} / {seed_delta(BERT, 524_288, '0')}",
     "n-bert-s1": lambda: f"{seed_delta(BERT, 262_144, '1')} / {seed_delta(BERT, 524_288, '1')}",
     "n-bert-2": lambda: f"{delta_cell(delta_rows(BERT)[262_144], 2)} / {delta_cell(delta_rows(BERT)[524_288], 2)}",
-    "n-bert-2Mi": lambda: " / ".join(nats(delta_rows(BERT_2MI)[t]["paired_delta"]) for t in BUDGETS[:4]),
+    "n-bert-2Mi": lambda: " / ".join(nats(paired(delta_rows(BERT_2MI)[t])[0]) for t in BUDGETS[:4]),
     "n-bert-2Mi-ci": lambda: delta_cell(delta_rows(BERT_2MI)[2_097_152]),
     "n-bert-2Mi-seeds": lambda: " / ".join(seed_delta(BERT_2MI, 2_097_152, s) for s in ("0", "1")),
     "n-bert-2Mi-crossing": lambda: crossing_cell(trend(BERT_2MI)),
