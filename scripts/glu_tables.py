@@ -221,6 +221,12 @@ def seed_delta(shape: Shape, budget: int, seed: str) -> str:
     return nats(delta_rows(shape)[budget]["per_seed"][seed])
 
 
+def every_seed(shape: Shape, budget: int, sep: str = ", ") -> str:
+    """Each seed's Δ at one budget, in the order of the seeds the report holds."""
+    per_seed = delta_rows(shape)[budget]["per_seed"]
+    return sep.join(nats(per_seed[s]) for s in sorted(per_seed, key=int))
+
+
 def slope_text(t: dict) -> str:
     """A trend's slope per 10× tokens with its 95% interval."""
     return f"{nats(t['slope_per_decade'])} [{nats(t['slope_lo'])}, {nats(t['slope_hi'])}]"
@@ -265,10 +271,10 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "n-clm-4Mi": lambda: delta_cell(delta_rows(CLM)[4_194_304]),
     "n-clm-slope": lambda: slope_cell(CLM),
     "n-clm-crossing": lambda: crossing_cell(trend(CLM)),
-    "n-d512-2Mi-seeds": lambda: ", ".join(seed_delta(D512, 2_097_152, s) for s in ("0", "1", "2")),
+    "n-d512-2Mi-seeds": lambda: every_seed(D512, 2_097_152),
     "n-d512-slope": lambda: slope_cell(D512),
     "n-d768-1Mi": lambda: delta_cell(delta_rows(D768)[1_048_576]),
-    "n-d768-2Mi-seeds": lambda: ", ".join(seed_delta(D768, 2_097_152, s) for s in ("0", "1", "2")),
+    "n-d768-2Mi-seeds": lambda: every_seed(D768, 2_097_152),
     "n-d768-first": lambda: delta_cell(delta_rows(D768)[262_144]),
     "n-d768-2Mi": lambda: delta_cell(delta_rows(D768)[2_097_152]),
     "n-d768-crossing": lambda: crossing_cell(trend(D768)),
@@ -278,7 +284,7 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "n-bert-2": lambda: f"{delta_cell(delta_rows(BERT)[262_144], 2)} / {delta_cell(delta_rows(BERT)[524_288], 2)}",
     "n-bert-2Mi": lambda: " / ".join(nats(paired(delta_rows(BERT_2MI)[t])[0]) for t in BUDGETS[:4]),
     "n-bert-2Mi-ci": lambda: delta_cell(delta_rows(BERT_2MI)[2_097_152]),
-    "n-bert-2Mi-seeds": lambda: " / ".join(seed_delta(BERT_2MI, 2_097_152, s) for s in ("0", "1")),
+    "n-bert-2Mi-seeds": lambda: every_seed(BERT_2MI, 2_097_152, " / "),
     "n-bert-2Mi-crossing": lambda: crossing_cell(trend(BERT_2MI)),
     "n-bert-2Mi-slope": lambda: slope_cell(BERT_2MI),
     "n-bert-2Mi-cells": lambda: " / ".join(delta_cell(delta_rows(BERT_2MI)[t]) for t in BUDGETS[:4]),
