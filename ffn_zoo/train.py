@@ -39,14 +39,16 @@ from ffn_zoo.training.reporting.instruments import build_activation_stats
 from ffn_zoo.training.reporting.loggers import build_loggers, log_hparams, quiet_warnings, write_layouts
 from ffn_zoo.training.reporting.progress import (StepProgressBar, ThroughputMonitor, TimeSplit, ValidationLines,
                                                  interactive, quiet_lightning, time_line)
-from ffn_zoo.training.reporting.summary import print_banner, run_metrics, write_metrics
+from ffn_zoo.training.reporting.summary import DiskNote, print_banner, run_metrics, write_metrics
 
 def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
-        extra_metrics: Mapping[str, Any] | None = None, validate: bool = True) -> dict[str, Any]:
+        extra_metrics: Mapping[str, Any] | None = None, validate: bool = True,
+        disk_note: DiskNote | None = None) -> dict[str, Any]:
     """Train one configuration; write ``metrics.json`` into ``run_dir`` and return it.
 
-    ``callbacks`` run after the built-in ones and ``extra_metrics`` go into metrics.json (a ladder uses all three:
-    ``validate=False`` trains without a single validation, for a ladder's trunk where no budget is scored).
+    ``callbacks`` run after the built-in ones and ``extra_metrics`` go into metrics.json (a ladder uses all four:
+    ``validate=False`` trains without a single validation, for a ladder's trunk where no budget is scored;
+    ``disk_note``: the banner's line on the caller's checkpoints, a ladder's whole plan).
     """
     started, clock = time.time(), time.perf_counter()  # clock: the time line's (reporting/progress.py, TimeSplit)
     validate_config(cfg)
@@ -94,7 +96,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
     if trainer.is_global_zero:
         write_layouts(trainer.loggers)  # the Custom Scalars tab, in this run's own events
         print_banner(cfg, model, corpus.description, trainer.strategy.root_device, precision, ckpt_path, resume_step,
-                     run_dir, flushed)
+                     run_dir, flushed, disk_note)
         for name, held_out in corpus.extra_val.items():  # data.extra_val
             print(f"val set  {name}: {held_out.description}", flush=True)
     if cfg.impl.compile:

@@ -120,6 +120,22 @@ def test_a_grown_ladder_equals_the_ladder_planned_whole(ladder: Path, tmp_path: 
         assert_same_state(root / f"budget={label}/checkpoints/last.ckpt", ladder / f"budget={label}/checkpoints/last.ckpt")
 
 
+def test_keeping_only_needed_checkpoints_changes_no_number(ladder: Path, tmp_path: Path) -> None:
+    """ladder.keep_checkpoints=needed: the ladder [5120, 10240] ends with one checkpoint, its last branch point, and
+    the same numbers; grown to the fixture's plan from that point alone, it ends as the fixture did, again with one."""
+    changed = {"trainer.max_steps": "20", "ladder.budgets": "[5120,10240]", "ladder.keep_checkpoints": "needed"}
+    small = [a for a in LADDER if a.split("=", 1)[0] not in changed] + [f"{k}={v}" for k, v in changed.items()]
+    run = run_train(small, tmp_path)
+    assert "ladder   freed" in run.stdout
+    root = only_run(tmp_path)
+    assert [p.relative_to(root).as_posix() for p in root.rglob("*.ckpt")] == ["trunk/checkpoints/branch-step=16.ckpt"]
+    grown = run_train([*LADDER, "ladder.keep_checkpoints=needed", f'ckpt_path="{root}"'], tmp_path)
+    assert "ladder   adds budgets 20480: the trunk continues from step 16 to 32" in grown.stdout
+    assert [p.relative_to(root).as_posix() for p in root.rglob("*.ckpt")] == ["trunk/checkpoints/branch-step=32.ckpt"]
+    for label in BUDGETS:
+        assert results(root / f"budget={label}") == results(ladder / f"budget={label}")
+
+
 def test_validating_only_where_scored_changes_no_number(ladder: Path, tmp_path: Path) -> None:
     """ladder.validate=ends (the default): each branch validates once, at its budget, and the trunk never (the
     fixture's trunk, every 5 steps: 7 times); every budget's metrics.json and final state are the fixture's:

@@ -100,7 +100,9 @@ def test_bad_wsd_settings(changes: dict, message: str) -> None:
     (["optim.schedule=wsd", "ladder.budgets=[10240,5120]"], "error: ladder.budgets must increase"),
     (["optim.schedule=wsd", "optim.decay_fraction=1.5"], "error: optim.decay_fraction=1.5 must be in (0, 1]"),
     (["optim.schedule=wsd", "ladder.budgets=[5120]", "ckpt_path=last"], "error: ckpt_path=last: no ladder under"),
-], ids=["ladder", "plain-wsd", "last"])
+    (["optim.schedule=wsd", "ladder.budgets=[5120]", "ladder.keep_checkpoints=some"],
+     "error: unknown ladder.keep_checkpoints 'some'; valid: all, needed"),
+], ids=["ladder", "plain-wsd", "last", "keep"])
 def test_train_py_prints_one_line_and_fails(args: list[str], message: str, tmp_path: Path) -> None:
     proc = run_train(tiny(*args), tmp_path, check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr

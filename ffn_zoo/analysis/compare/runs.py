@@ -29,6 +29,7 @@ IGNORED_KEYS = (
     "data.cache_dir",
     "data.extra_val",  # extra held-out sets are scored, never trained on (data.extra_val_defaults too)
     "ladder.validate",  # where a ladder validates between its scored points: the same training, the same scores
+    "ladder.keep_checkpoints",  # which checkpoints a ladder keeps on disk
 )
 
 # Shazeer 2020, Table 1: held-out log-perplexity of T5-base on C4 after 65,536 steps (span-corruption

@@ -25,6 +25,8 @@ Layout of ``<run>/`` (the Hydra job folder):
     budget=<B>/        a run folder per budget: metrics.json (+ ladder_budget_tokens, ladder_parent), TensorBoard
                        events from its branch step on, .hydra/ with the config of the equivalent plain WSD run
     metrics.json       the ladder's summary (ladder_role: ladder)
+``ladder.keep_checkpoints=needed`` deletes, as pieces finish, the checkpoints no resume or larger ladder reads
+(``storage.py``); ``all`` (the default) keeps every one.
 A ladder stopped anywhere continues in its own folder when its command runs again with ``ckpt_path=last`` (or
 the resume command it printed): finished pieces are kept, a started piece resumes from its own last.ckpt.
 A finished ladder grows the same way, given larger budgets: its trunk continues from its last branch point (a
@@ -47,11 +49,14 @@ from ffn_zoo.atomic import atomic_write, write_json
 from ffn_zoo.errors import CheckpointError
 from ffn_zoo.training.lifecycle.checkpoint import MUST_MATCH, Checkpointing, first_difference, load_checkpoint
 from ffn_zoo.training.ladder.plan import Plan, Rung, check_validate, describe_plan, plan_of
+from ffn_zoo.training.ladder.storage import TRUNK, check_keep, disk_note, finished, point, prune, steps_done
 from ffn_zoo.training.lifecycle.runs import CKPT_DIR, resume_point
 from ffn_zoo.training.reporting.progress import time_line
+from ffn_zoo.training.reporting.summary import DiskNote
 
 MANIFEST = "ladder.json"
-TRUNK = "trunk"
+
+
 class BranchPoints(L.Callback):
     """Keeps the trunk's whole training state at the start of each rung's cooldown (``branch-step=<k>.ckpt``).
 
@@ -121,13 +126,6 @@ def _write_hydra(folder: Path, cfg: DictConfig, changes: Mapping[str, Any]) -> N
     OmegaConf.save(OmegaConf.create(overrides), folder / ".hydra" / "overrides.yaml")
 
 
-def _finished(folder: Path) -> bool:
-    try:
-        return json.loads((folder / "metrics.json").read_text()).get("status") == "ok"
-    except (OSError, json.JSONDecodeError):
-        return False
-
-
 def _settings(cfg: DictConfig) -> dict[str, Any]:
     """What a continued ladder must share with the one it continues: network, data, seed, optimizer and objective;
     under MLM the ``mlm`` settings too (``mlm.mask_seed`` fixes the validation masks every budget is scored on)."""
@@ -189,21 +187,17 @@ def _added_rungs(saved: dict[str, Any], mine: dict[str, Any], root: Path) -> lis
     return [r["label"] for r in added]
 
 
-def _steps_done(folder: Path) -> int:
-    return int(json.loads((folder / "metrics.json").read_text())["steps"])
-
-
 def _reopen_trunk(folder: Path, step: int) -> None:
     """Continue a finished trunk: its state at its last branch point (kept mid-training, as any resume point)
     becomes ``last.ckpt``, unless an extension already under way wrote a later one."""
     last = folder / CKPT_DIR / "last.ckpt"
     if last.is_file() and int(load_checkpoint(last)["global_step"]) > step:
         return
-    point = folder / CKPT_DIR / f"branch-step={step}.ckpt"
-    if not point.is_file():
-        raise CheckpointError(f"ladder: {point} (the trunk's state at its end, step {step}) is missing, so the "
+    kept = point(folder.parent, step)
+    if not kept.is_file():
+        raise CheckpointError(f"ladder: {kept} (the trunk's state at its end, step {step}) is missing, so the "
                               f"trunk cannot be continued; start the larger ladder in a new folder")
-    _copy(point, last)
+    _copy(kept, last)
 
 
 def _copy(src: Path, dst: Path) -> None:
@@ -213,14 +207,14 @@ def _copy(src: Path, dst: Path) -> None:
 
 def _trunk(cfg: DictConfig, plan: Plan, root: Path, train_one: Callable[..., dict[str, Any]]) -> None:
     folder = root / TRUNK
-    points = {r.branch_step: folder / CKPT_DIR / f"branch-step={r.branch_step}.ckpt" for r in plan.rungs}
+    points = {r.branch_step: point(root, r.branch_step) for r in plan.rungs}
     last = folder / CKPT_DIR / "last.ckpt"
     resume = last if last.is_file() else None
     if resume is not None:
         step = int(load_checkpoint(resume)["global_step"])
-        point = points.get(step)
-        if point is not None and not point.is_file():  # stopped right at a branch point, before keeping it
-            _copy(resume, point)
+        at = points.get(step)
+        if at is not None and not at.is_file():  # stopped right at a branch point, before keeping it
+            _copy(resume, at)
         print(f"ladder   trunk resumes at step {step}", flush=True)
     changes = piece_changes(plan, None, resume, cfg.ladder.validate, cfg.trainer.val_check_interval)
     trunk_cfg = _with(cfg, changes)
@@ -228,12 +222,13 @@ def _trunk(cfg: DictConfig, plan: Plan, root: Path, train_one: Callable[..., dic
     train_one(trunk_cfg, folder, callbacks=[BranchPoints(points)], extra_metrics={
         "ladder_role": "trunk", "ladder_budgets_tokens": [r.tokens for r in plan.rungs],
         "ladder_branch_steps": [r.branch_step for r in plan.rungs]},
-        validate=cfg.ladder.validate == "every")  # ends: no budget is scored on the trunk, so it never validates
+        validate=cfg.ladder.validate == "every",  # ends: no budget is scored on the trunk, so it never validates
+        disk_note=_disk_note(cfg, plan, root))
 
 
 def _branch(cfg: DictConfig, plan: Plan, rung: Rung, root: Path, train_one: Callable[..., dict[str, Any]]) -> None:
     folder = root / rung.folder
-    parent = root / TRUNK / CKPT_DIR / f"branch-step={rung.branch_step}.ckpt"
+    parent = point(root, rung.branch_step)
     own = folder / CKPT_DIR / "last.ckpt"
     start = own if own.is_file() else parent  # a started branch resumes from its own checkpoint
     if not start.is_file():
@@ -244,14 +239,21 @@ def _branch(cfg: DictConfig, plan: Plan, rung: Rung, root: Path, train_one: Call
     _write_hydra(folder, branch_cfg, changes)
     train_one(branch_cfg, folder, callbacks=[BranchSchedule()], extra_metrics={
         "ladder_role": "branch", "ladder_budget": rung.label, "ladder_budget_tokens": rung.tokens,
-        "ladder_branch_step": rung.branch_step, "ladder_cooldown_steps": rung.cooldown, "ladder_parent": str(parent)})
+        "ladder_branch_step": rung.branch_step, "ladder_cooldown_steps": rung.cooldown, "ladder_parent": str(parent)},
+        disk_note=_disk_note(cfg, plan, root))
+
+
+def _disk_note(cfg: DictConfig, plan: Plan, root: Path) -> DiskNote:
+    c = cfg.checkpoint
+    return disk_note(root, plan, cfg.ladder.keep_checkpoints, c.save_last, c.save_best, cfg.ladder.validate == "every")
 
 
 def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str, Any]]) -> dict[str, Any]:
     """Train a whole ladder (``train_one`` is ``ffn_zoo.train.run``); write its summary and return it."""
     started = time.time()
-    plan = plan_of(cfg)
     check_validate(cfg.ladder.validate)  # a typo fails before any training
+    lean = check_keep(cfg.ladder.keep_checkpoints) == "needed"
+    plan = plan_of(cfg)
     found = resume_point(cfg.ckpt_path, Path(cfg.log_dir), run_dir, marker=MANIFEST, kind="ladder")
     root = run_dir if found is None else found.parent  # a new ladder, or the one ckpt_path names, to continue it
     added = _open(root, plan, cfg)
@@ -264,7 +266,7 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
         print(f"ladder   continuing {root}", flush=True)
 
     trunk = root / TRUNK
-    done = _steps_done(trunk) if _finished(trunk) else None
+    done = steps_done(trunk) if finished(trunk) else None
     if done is not None and done < plan.trunk_steps:  # a ladder grown by larger budgets
         print(f"ladder   adds budgets {', '.join(added) or '(none)'}: the trunk continues from step {done} to "
               f"{plan.trunk_steps}", flush=True)
@@ -273,12 +275,16 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
     if done is None or done < plan.trunk_steps:
         _trunk(cfg, plan, root, train_one)
         trained.append(TRUNK)
+    if lean:
+        prune(root, plan)  # also what a ladder first trained with keep_checkpoints=all no longer needs
     for rung in plan.rungs:
-        if _finished(root / rung.folder):
+        if finished(root / rung.folder):
             print(f"ladder   {rung.folder} finished before; kept", flush=True)
             continue
         _branch(cfg, plan, rung, root, train_one)
         trained.append(rung.folder)
+        if lean:
+            prune(root, plan)
 
     pieces = {f: json.loads((root / f / "metrics.json").read_text()) for f in [TRUNK, *(r.folder for r in plan.rungs)]}
     summary = {

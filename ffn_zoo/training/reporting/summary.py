@@ -7,7 +7,7 @@ import math
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import lightning as L
 import torch
@@ -87,16 +87,21 @@ def disk_need(model: torch.nn.Module, checkpoint: DictConfig, optim_name: str, r
         return None
     hint = " or set checkpoint.save_best=false" if checkpoint.save_best else ""
     warn = f"; NOT ENOUGH: free space{hint}" if free < need else ""
-    return (f"a checkpoint ~{_size(size)} (weights + {optim_name} state); {CKPT_DIR}/ needs ~{_size(need)} free "
-            f"({' + '.join(kept)} + one being written), {_size(free)} free{warn}")
+    return (f"a checkpoint ~{size_text(size)} (weights + {optim_name} state); {CKPT_DIR}/ needs ~{size_text(need)} "
+            f"free ({' + '.join(kept)} + one being written), {size_text(free)} free{warn}")
 
 
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
 
 
+# a caller's own disk line (a ladder's: ladder/storage.py), from a checkpoint's size and the free space; None: quiet
+DiskNote = Callable[[int, int], "str | None"]
+
+
 def print_banner(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device: torch.device, precision: str,
-                 ckpt_path: Path | None, resume_step: int | None, run_dir: Path, flushed: float) -> None:
+                 ckpt_path: Path | None, resume_step: int | None, run_dir: Path, flushed: float,
+                 disk_note: DiskNote | None = None) -> None:
     for line in describe(cfg, model, corpus_desc, str(device), precision, flushed):
         print(line, flush=True)
     if ckpt_path:
@@ -104,6 +109,8 @@ def print_banner(cfg: DictConfig, model: TransformerLM, corpus_desc: str, device
     elif cfg.ckpt_path == "last":  # a fixed run folder without a checkpoint yet (runs.resume_point)
         print(f"resume   nothing to resume in {run_dir} yet: a fresh start", flush=True)
     if note := disk_need(model, cfg.checkpoint, cfg.optim.name, run_dir):  # big checkpoints, or too little room
+        print(f"disk     {note}", flush=True)
+    if disk_note and (note := disk_note(checkpoint_bytes(model, cfg.optim.name), shutil.disk_usage(run_dir).free)):
         print(f"disk     {note}", flush=True)
     if cfg.model.name == "bert_base" and device.type == "cpu":
         tokens = cfg.trainer.max_steps * cfg.data.batch_size * cfg.data.seq_len
