@@ -56,7 +56,7 @@ L8 = Shape("causal LM", "d 256 × 8", DEPTH_AXIS, setting=3)
 L12 = Shape("causal LM", "d 256 × 12", DEPTH_AXIS, setting=4)
 BERT = Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base_2seeds")  # the first ladders, 0.25-0.5 Mi
 # The same two seeds retrained to 2 Mi on one Xeon (each pair on one CPU with one denormal setting): the headline row
-BERT_2MI = Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base_2Mi_2seeds")
+BERT_2MI = Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base_2Mi_3seeds")
 MLM8 = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder_8Mi")  # 0.25-8 Mi; its 0.25-4 Mi 3-seed ladders: mlm_ladder
 MLM_DEPTH_AXIS = "depth/mlm"  # MLM at d 256 over 0.25-2 Mi (issue 44 step 5): ladder_setting 1 = 4 layers, 2 = 12
 MLM_DEPTHS = {1: 4, 2: 12}

@@ -134,6 +134,10 @@ def test_keeping_only_needed_checkpoints_changes_no_number(ladder: Path, tmp_pat
     assert [p.relative_to(root).as_posix() for p in root.rglob("*.ckpt")] == ["trunk/checkpoints/branch-step=32.ckpt"]
     for label in BUDGETS:
         assert results(root / f"budget={label}") == results(ladder / f"budget={label}")
+    summary = json.loads((root / "metrics.json").read_text())
+    again = run_train([*LADDER, "ladder.keep_checkpoints=needed", f'ckpt_path="{root}"'], tmp_path)  # a requeue
+    assert again.stdout.count("finished before; kept") == 3
+    assert json.loads((root / "metrics.json").read_text())["time_s"] == summary["time_s"]  # the training's, kept
 
 
 def test_validating_only_where_scored_changes_no_number(ladder: Path, tmp_path: Path) -> None:
