@@ -5,6 +5,7 @@ a branch continues, with ckpt_path=last, to the same result in its own folder.""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 from pathlib import Path
 
@@ -134,10 +135,16 @@ def test_keeping_only_needed_checkpoints_changes_no_number(ladder: Path, tmp_pat
     assert [p.relative_to(root).as_posix() for p in root.rglob("*.ckpt")] == ["trunk/checkpoints/branch-step=32.ckpt"]
     for label in BUDGETS:
         assert results(root / f"budget={label}") == results(ladder / f"budget={label}")
-    summary = json.loads((root / "metrics.json").read_text())
-    again = run_train([*LADDER, "ladder.keep_checkpoints=needed", f'ckpt_path="{root}"'], tmp_path)  # a requeue
-    assert again.stdout.count("finished before; kept") == 3
-    assert json.loads((root / "metrics.json").read_text())["time_s"] == summary["time_s"]  # the training's, kept
+
+    # the fixture's finished ladder (every checkpoint kept) run again with needed, as a requeue would: pruned, and its
+    # summary keeps the time of the run that trained it
+    done = tmp_path / "done"
+    shutil.copytree(ladder, done)
+    summary = json.loads((done / "metrics.json").read_text())
+    again = run_train([*LADDER, "ladder.keep_checkpoints=needed", f'ckpt_path="{done}"'], tmp_path)
+    assert again.stdout.count("finished before; kept") == 3 and "ladder   freed" in again.stdout
+    assert [p.relative_to(done).as_posix() for p in done.rglob("*.ckpt")] == ["trunk/checkpoints/branch-step=32.ckpt"]
+    assert json.loads((done / "metrics.json").read_text())["time_s"] == summary["time_s"]
 
 
 def test_validating_only_where_scored_changes_no_number(ladder: Path, tmp_path: Path) -> None:
