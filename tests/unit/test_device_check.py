@@ -18,7 +18,7 @@ from ffn_zoo.data.datamodule import LMDataModule
 from ffn_zoo.nn.model import TransformerLM
 from ffn_zoo.tools.device_check.cli import run_child
 from ffn_zoo.tools.device_check.gemm import nominal_for
-from ffn_zoo.tools.device_check.glu import ladder_steps, plan_budgets, rung_steps
+from ffn_zoo.tools.device_check.glu import glu_base, ladder_steps, plan_budgets, rung_steps
 from ffn_zoo.tools.device_check.part import from_json
 from ffn_zoo.tools.device_check.report import Report, markdown
 from ffn_zoo.tools.device_check.sizes import DRY, GPU, PARTS
@@ -156,6 +156,24 @@ def test_glu_budgets_stop_where_the_carried_corpus_ends() -> None:
     steps, _, notes = plan_budgets(s, GLU_OPTIM, 1e7, 200, corpus_tokens=int(1.5 * 128 * tps))
     assert steps == [64, 128] and len(notes) == 1  # 256 steps would repeat tokens
     assert "carry >=" in notes[0] and "train shards" in notes[0]
+
+
+def test_glu_ladders_fit_the_device_disk(tmp_path) -> None:
+    """Part glu's four BERT-base ladders at once, five rungs each, keep no more checkpoints at their peak than fit
+    the 64 GiB disk with room left for the image, the carried corpus and its token cache (ladder/storage.py)."""
+    from ffn_zoo.training.ladder.plan import plan_of
+    from ffn_zoo.training.ladder.storage import peak_files
+    from ffn_zoo.training.reporting.summary import checkpoint_bytes
+
+    s = GPU
+    steps = rung_steps(s, s.glu_max_rungs)
+    cfg = compose([*glu_base(s, None, tmp_path), f"trainer.max_steps={steps[-1]}",
+                   f"ladder.budgets=[{','.join(str(n * s.glu_batch * s.glu_seq) for n in steps)}]"])
+    c = cfg.checkpoint
+    files = peak_files(tmp_path, plan_of(cfg), cfg.ladder.keep_checkpoints, c.save_last, c.save_best,
+                       cfg.ladder.validate == "every")
+    size = checkpoint_bytes(TransformerLM(model_config(cfg, vocab_size=s.glu_tokenizer_vocab + 1)), cfg.optim.name)
+    assert len(s.glu_ffns) * len(s.glu_objectives) * files * size < 0.6 * 64 * 2**30
 
 
 def test_a_missing_package_is_one_line_naming_it(tmp_path, monkeypatch, capsys) -> None:

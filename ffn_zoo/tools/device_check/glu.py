@@ -78,8 +78,12 @@ def glu_data(s: Sizes, data: Path | None, cache: Path) -> list[str]:
 
 
 def glu_base(s: Sizes, data: Path | None, root: Path) -> list[str]:
-    """The overrides every ladder of part glu shares: the CPU ladder recipe at part step's shape, bf16."""
-    return ["experiment=glu_ladder_cpu", f"model={s.glu_model}", f"model.seq_len={s.glu_seq}",
+    """The overrides every ladder of part glu shares: the CPU ladder recipe at part step's shape, bf16. Only the
+    checkpoints a resume needs are kept, and no best.ckpt (the tarball takes none): four BERT-base ladders of five rungs
+    at once peak at 4 × 7 checkpoints of ~1.1 GB so (~31 GB), where keeping all would need 4 × 17 (~75 GB), more than
+    the machine's 64 GiB disk (ladder/storage.py counts them)."""
+    return ["experiment=glu_ladder_cpu", "ladder.keep_checkpoints=needed", "checkpoint.save_best=false",
+            f"model={s.glu_model}", f"model.seq_len={s.glu_seq}",
             f"data.batch_size={s.glu_batch}", *glu_data(s, data, root / "cache"), "impl.precision=bf16-mixed",
             f"trainer={'cpu' if s.dry_run else 'gpu'}", "trainer.enable_progress_bar=false",
             f"impl.threads={s.glu_threads}", "instruments.histograms=false", f"log_dir={root}",
