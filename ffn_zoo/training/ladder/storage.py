@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable
 
 from ffn_zoo.errors import UnknownNameError
 from ffn_zoo.training.ladder.plan import Plan
@@ -85,30 +84,23 @@ def peak_files(root: Path, plan: Plan, keep: str, save_last: bool, save_best: bo
     def own(folder: Path, validates: bool) -> list[Path]:
         return [p for p, on in zip(_own(folder), (save_last, save_best and validates)) if on]
 
-    on_disk: set[Path] = set()
-    start = 0
-    peak = 0
-
-    def step(adds: Iterable[Path], drops: Iterable[Path]) -> None:
-        nonlocal peak
-        on_disk.update(adds)
-        if adds:
-            peak = max(peak, len(on_disk) - start + 1)  # + the temporary of the write under way
-        on_disk.difference_update(drops)
-
-    pending = [r for r in plan.rungs if not finished(root / r.folder)]
     trunk = root / TRUNK
-    on_disk.update(p for p in (*_own(trunk), *(point(root, r.branch_step) for r in plan.rungs)) if p.is_file())
-    on_disk.update(p for r in pending for p in _own(root / r.folder) if p.is_file())
-    start = len(on_disk)
-    lean = keep == "needed"
+    pending = [r for r in plan.rungs if not finished(root / r.folder)]
+    pieces: list[tuple[list[Path], list[Path]]] = []  # per piece still to train: (what it writes, what needed deletes)
     if not (finished(trunk) and steps_done(trunk) == plan.trunk_steps):
-        step([*(point(root, r.branch_step) for r in pending), *own(trunk, trunk_validates)],
-             _own(trunk) if lean else [])
+        pieces.append(([*(point(root, r.branch_step) for r in pending), *own(trunk, trunk_validates)], _own(trunk)))
     for rung in pending:
-        folder = root / rung.folder
-        step(own(folder, True), [*_own(folder), *([point(root, rung.branch_step)]
-                                                  if rung.branch_step != plan.trunk_steps else [])] if lean else [])
+        spent = [point(root, rung.branch_step)] if rung.branch_step != plan.trunk_steps else []
+        pieces.append((own(root / rung.folder, True), [*_own(root / rung.folder), *spent]))
+    on_disk = {p for p in (*_own(trunk), *(point(root, r.branch_step) for r in plan.rungs),
+                           *(q for r in pending for q in _own(root / r.folder))) if p.is_file()}
+    start, peak = len(on_disk), 0
+    for written, deleted in pieces:
+        on_disk.update(written)
+        if written:
+            peak = max(peak, len(on_disk) - start + 1)  # + the temporary of the write under way
+        if keep == "needed":
+            on_disk.difference_update(deleted)
     return peak
 
 
