@@ -82,7 +82,8 @@ def test_branch_equals_plain_wsd_run(ladder: Path, label: str, tmp_path: Path) -
     assert sorted(branch_points) == [s for s in sorted(plain_points) if s >= start]
 
 
-@pytest.mark.parametrize("kill_at, every", [(16, 4), (36, 3)], ids=["trunk-at-branch-point", "in-a-branch"])
+@pytest.mark.parametrize("kill_at, every", [(16, 4), (36, 3), (12, "null")],
+                         ids=["trunk-at-branch-point", "in-a-branch", "trunk-without-last"])
 def test_killed_ladder_continues_where_it_stopped(ladder: Path, kill_at: int, every: int, tmp_path: Path) -> None:
     args = tiny(*LADDER, f"checkpoint.every_n_steps={every}")
     killed = run_train([*args, f"debug.kill_at_step={kill_at}"], tmp_path, check=False)
@@ -93,6 +94,8 @@ def test_killed_ladder_continues_where_it_stopped(ladder: Path, kill_at: int, ev
     again = run_train([*args, "ckpt_path=last"], tmp_path)
     assert f"ladder   continuing {root}" in again.stdout
     assert only_run(tmp_path) == root  # continued in place; this invocation's empty folder is gone
+    if every == "null":  # no last.ckpt before the end: the trunk goes on from its newest branch point, step 8
+        assert "trunk resumes at step 8 (its newest branch point" in again.stdout
     if kill_at > 32:  # killed in budget=20480's cooldown: the finished branches are kept, not retrained
         assert "budget=5120 finished before; kept" in again.stdout
         assert "at step 36" in again.stdout  # budget=20480 resumes from its own last.ckpt

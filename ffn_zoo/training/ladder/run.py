@@ -28,7 +28,8 @@ Layout of ``<run>/`` (the Hydra job folder):
 ``ladder.keep_checkpoints=needed`` deletes, as pieces finish, the checkpoints no resume or larger ladder reads
 (``storage.py``); ``all`` (the default) keeps every one.
 A ladder stopped anywhere continues in its own folder when its command runs again with ``ckpt_path=last`` (or
-the resume command it printed): finished pieces are kept, a started piece resumes from its own last.ckpt.
+the resume command it printed): finished pieces are kept, a started piece resumes from its own last.ckpt (a
+trunk killed outright with none newer than its newest branch point, from that point).
 A finished ladder grows the same way, given larger budgets: its trunk continues from its last branch point (a
 mid-training state, like any resume point) and only the new cooldowns run (:func:`_added_rungs` says which can).
 """
@@ -209,13 +210,17 @@ def _trunk(cfg: DictConfig, plan: Plan, root: Path, train_one: Callable[..., dic
     folder = root / TRUNK
     points = {r.branch_step: point(root, r.branch_step) for r in plan.rungs}
     last = folder / CKPT_DIR / "last.ckpt"
-    resume = last if last.is_file() else None
+    resume, step = (last, int(load_checkpoint(last)["global_step"])) if last.is_file() else (None, -1)
     if resume is not None:
-        step = int(load_checkpoint(resume)["global_step"])
         at = points.get(step)
         if at is not None and not at.is_file():  # stopped right at a branch point, before keeping it
             _copy(resume, at)
-        print(f"ladder   trunk resumes at step {step}", flush=True)
+    newest = max((k for k, p in points.items() if p.is_file()), default=-1)
+    if newest > step:  # killed outright with no last.ckpt since its newest branch point, a full training state too
+        resume, step = points[newest], newest
+    if resume is not None:
+        print(f"ladder   trunk resumes at step {step}" + ("" if resume == last else " (its newest branch point: no "
+              "later last.ckpt)"), flush=True)
     changes = piece_changes(plan, None, resume, cfg.ladder.validate, cfg.trainer.val_check_interval)
     trunk_cfg = _with(cfg, changes)
     _write_hydra(folder, trunk_cfg, changes)
