@@ -213,3 +213,21 @@ def test_a_causal_ladder_from_before_objectives_were_recorded_still_grows(tmp_pa
         mlm = compose(["model=tiny", "data.batch_size=16", "optim.schedule=wsd", "optim.warmup=2",
                        "trainer.max_steps=40", "ladder.budgets=[5120,10240,20480]", "objective=mlm"])
         _open(tmp_path, plan_of(mlm), mlm)
+
+
+def test_keeping_fewer_checkpoints_is_the_same_run_folder() -> None:
+    """ladder.keep_checkpoints changes no number, so it is not in the run's folder name: a finished ladder run again
+    with ``ladder.keep_checkpoints=needed ckpt_path=last`` finds its own folder (and is pruned), not a fresh one."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from ffn_zoo.training.lifecycle.runs import register_resolvers
+    from ffn_zoo.training.recipe.build import config_dir
+
+    register_resolvers()
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        def name(*extra: str) -> str:
+            cfg = hydra_compose(config_name="train", overrides=["ffn=gelu", "seed=2", *extra], return_hydra_config=True)
+            return cfg.hydra.job.override_dirname
+
+        assert name("ladder.keep_checkpoints=needed", "ckpt_path=last") == name() == "ffn=gelu,seed=2"
