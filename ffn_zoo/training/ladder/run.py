@@ -312,7 +312,7 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
               flush=True)
     if root != run_dir and _only_hydra_files(run_dir):
         shutil.rmtree(run_dir)  # this invocation's fresh folder: the ladder lives on in its own
-    print(f"ladder   done in {summary['wall_s']:.0f} s -> {root}", flush=True)
+    print(f"ladder   done in {time.time() - started:.0f} s -> {root}", flush=True)  # this invocation's
     print(f"ladder   time: {time_line(summary['time_s'])}", flush=True)
     return summary
 
