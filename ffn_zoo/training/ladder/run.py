@@ -50,7 +50,8 @@ from ffn_zoo.atomic import atomic_write, write_json
 from ffn_zoo.errors import CheckpointError
 from ffn_zoo.training.lifecycle.checkpoint import MUST_MATCH, Checkpointing, first_difference, load_checkpoint
 from ffn_zoo.training.ladder.plan import Plan, Rung, check_validate, describe_plan, plan_of
-from ffn_zoo.training.ladder.storage import TRUNK, check_keep, disk_note, finished, point, prune, steps_done
+from ffn_zoo.training.ladder.storage import (TRUNK, check_keep, disk_note, finished, metrics_of, point, prune,
+                                             steps_done)
 from ffn_zoo.training.lifecycle.runs import CKPT_DIR, resume_point
 from ffn_zoo.training.reporting.progress import time_line
 from ffn_zoo.training.reporting.summary import DiskNote
@@ -302,7 +303,7 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
                    for f, m in pieces.items()],
     }
     summary["time_s"] = ladder_time([pieces[f] for f in trained], summary["wall_s"])
-    before = _summary(root)
+    before = metrics_of(root)
     if not trained and before.get("time_s"):  # a finished ladder run again: keep the time of the runs that trained it
         summary["wall_s"], summary["time_s"] = before["wall_s"], before["time_s"]
     write_json(root / "metrics.json", summary)
@@ -315,13 +316,6 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
     print(f"ladder   done in {time.time() - started:.0f} s -> {root}", flush=True)  # this invocation's
     print(f"ladder   time: {time_line(summary['time_s'])}", flush=True)
     return summary
-
-
-def _summary(root: Path) -> dict[str, Any]:
-    try:
-        return json.loads((root / "metrics.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
 
 
 def ladder_time(pieces: Iterable[Mapping[str, Any]], wall_s: float) -> dict[str, float]:

@@ -28,15 +28,20 @@ def check_keep(value: str) -> str:
     return value
 
 
-def finished(folder: Path) -> bool:
+def metrics_of(folder: Path) -> dict:
+    """A piece's (or the ladder's) metrics.json; empty when it has none yet."""
     try:
-        return json.loads((folder / "metrics.json").read_text()).get("status") == "ok"
+        return json.loads((folder / "metrics.json").read_text())
     except (OSError, json.JSONDecodeError):
-        return False
+        return {}
+
+
+def finished(folder: Path) -> bool:
+    return metrics_of(folder).get("status") == "ok"
 
 
 def steps_done(folder: Path) -> int:
-    return int(json.loads((folder / "metrics.json").read_text())["steps"])
+    return int(metrics_of(folder)["steps"])
 
 
 def point(root: Path, step: int) -> Path:
