@@ -105,7 +105,8 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
         module.model.compile()
 
     # weights_only: the checkpoint is read with torch.load(weights_only=True), which never runs pickled code
-    trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=True)
+    with guards.stop.listening():  # SIGTERM/SIGINT from here on: finish the step, save, stop (guards.py)
+        trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=True)
     if guards.stop.interrupted(trainer):
         guards.stop.exit(trainer, run_dir)  # SIGTERM/SIGINT: metrics.json says so, prints the resume command, exits
     if validate and (int(cfg.trainer.max_steps) % int(cfg.trainer.val_check_interval) or not module.last_val):
@@ -126,6 +127,7 @@ def run(cfg: DictConfig, run_dir: Path, callbacks: Sequence[L.Callback] = (),
         log_hparams(trainer.loggers, resolved, metrics, module.last_val)
         write_metrics(run_dir, metrics)
         print(f"time     {time_line(metrics['time_s'])}", flush=True)
+    guards.stop.after_a_finished_run()  # a signal during the last step or validation: finished, but stop the job
     return metrics
 
 

@@ -82,6 +82,19 @@ def test_branch_equals_plain_wsd_run(ladder: Path, label: str, tmp_path: Path) -
     assert sorted(branch_points) == [s for s in sorted(plain_points) if s >= start]
 
 
+def test_sigterm_after_the_trunks_last_step_starts_no_branch(ladder: Path, tmp_path: Path) -> None:
+    """The trunk is whole when the signal lands after its last step (32): no branch may start (the job was asked to
+    stop), and ckpt_path=last then finishes the ladder as if nothing had happened."""
+    stopped = run_train([*LADDER, "debug.sigterm_at=32"], tmp_path, check=False)
+    assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr[-2000:]
+    root = only_run(tmp_path)
+    assert json.loads((root / "trunk/metrics.json").read_text())["status"] == "ok"
+    assert not any((root / f"budget={label}/metrics.json").exists() for label in BUDGETS)
+    run_train([*LADDER, "ckpt_path=last"], tmp_path)
+    for label in BUDGETS:
+        assert results(root / f"budget={label}") == results(ladder / f"budget={label}"), label
+
+
 @pytest.mark.parametrize("kill_at, every", [(16, 4), (36, 3), (12, "null")],
                          ids=["trunk-at-branch-point", "in-a-branch", "trunk-without-last"])
 def test_killed_ladder_continues_where_it_stopped(ladder: Path, kill_at: int, every: int, tmp_path: Path) -> None:

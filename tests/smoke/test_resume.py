@@ -144,6 +144,37 @@ def test_signal_saves_a_checkpoint_and_prints_the_resume_command(sig: signal.Sig
         assert json.loads(done.read_text())["steps"] == step + 2
 
 
+def test_sigterm_before_a_resumes_restore_is_heard_and_the_run_stays_exact(uninterrupted: Path, tmp_path: Path) -> None:
+    """SIGTERM right after step 10's checkpoint stops at 11; SIGTERM in the resumed run's setup (before its restore,
+    which takes seconds at BERT-base, and before Lightning's own handler) stops at 12 with last.ckpt, not killed
+    and not later; the run then finishes bitwise where the uninterrupted one does."""
+    first = run_train([*ARGS, "debug.sigterm_at=10"], tmp_path, check=False)
+    assert first.returncode == 128 + signal.SIGTERM, first.stderr[-2000:]
+    run_dir = only_run(tmp_path)
+    ckpt = run_dir / "checkpoints" / "last.ckpt"
+    assert json.loads((run_dir / "metrics.json").read_text())["steps"] == 11
+    again = [*ARGS, f'hydra.run.dir="{run_dir}"', f'ckpt_path="{ckpt}"']  # quoted: "," and "="
+    second = run_train([*again, "debug.sigterm_at=setup"], tmp_path, check=False)
+    assert second.returncode == 128 + signal.SIGTERM, second.stderr[-2000:]
+    assert "Traceback" not in second.stderr
+    m = json.loads((run_dir / "metrics.json").read_text())
+    assert m["status"] == "interrupted" and m["steps"] == 12
+    assert torch.load(ckpt, weights_only=True)["global_step"] == 12
+    run_train(again, tmp_path)
+    assert results(run_dir) == results(uninterrupted)
+    assert_same_state(uninterrupted / "checkpoints/last.ckpt", ckpt)
+
+
+def test_sigterm_after_the_last_step_finishes_the_run_and_exits(tmp_path: Path) -> None:
+    """A signal that comes after the last step's check: the run is recorded whole, and the process still exits
+    128 + 15, so a ladder or sweep starts nothing more (tests/smoke/test_ladder.py checks the ladder)."""
+    proc = run_train(tiny("trainer.max_steps=6", "debug.sigterm_at=6"), tmp_path, check=False)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-2000:]
+    assert "stopped  SIGTERM after the run's last step" in proc.stderr
+    m = json.loads((only_run(tmp_path) / "metrics.json").read_text())
+    assert m["status"] == "ok" and m["steps"] == 6 and "val_loss" in m
+
+
 def test_a_checkpoint_from_before_the_refactor_resumes(tmp_path: Path) -> None:
     """The old code's checkpoint (step 4, tests/fixtures) resumes under today's train.py to step 6."""
     ckpt = tmp_path / "old.ckpt"

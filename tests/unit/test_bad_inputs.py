@@ -40,6 +40,7 @@ SETTINGS = [  # (overrides, what the one-line message must say)
     (["trainer.val_check_interval=0"], r"trainer.val_check_interval must be > 0"),
     (["checkpoint.every_n_steps=0"], r"checkpoint.every_n_steps=0 must be > 0, or null"),
     (["faults.on_nonfinite=ignore"], r"faults.on_nonfinite='ignore'; valid: stop, skip"),
+    (["debug.sigterm_at=restore"], r"debug.sigterm_at='restore'; valid: null, setup, or a step number"),
     (["data.seq_len=64"],
      r"data.seq_len=64 is longer than the position table \(model.seq_len=32\); set model.seq_len >= 64"),
     (["model.vocab_size=1000"],

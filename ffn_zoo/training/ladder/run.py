@@ -57,6 +57,7 @@ from ffn_zoo.training.reporting.progress import time_line
 from ffn_zoo.training.reporting.summary import DiskNote
 
 MANIFEST = "ladder.json"
+STOPS = ("debug.kill_at_step", "debug.sigterm_at")  # the tests' stops: a continued ladder runs without them
 
 
 class BranchPoints(L.Callback):
@@ -121,7 +122,7 @@ def _write_hydra(folder: Path, cfg: DictConfig, changes: Mapping[str, Any]) -> N
     from hydra.core.hydra_config import HydraConfig
 
     task = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
-    own = [a for a in task if a.split("=")[0].lstrip("+~") not in (*changes, "debug.kill_at_step")]
+    own = [a for a in task if a.split("=")[0].lstrip("+~") not in (*changes, *STOPS)]
     overrides = own + [f"{k}={'null' if v is None else v}" for k, v in changes.items()]
     (folder / ".hydra").mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, folder / ".hydra" / "config.yaml")

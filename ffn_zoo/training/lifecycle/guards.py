@@ -6,12 +6,15 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import lightning as L
 import torch
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig
 
 from ffn_zoo.atomic import write_json
@@ -86,13 +89,16 @@ class NonFiniteGuard(L.Callback):
 
 class GracefulStop(L.Callback):
     """SIGTERM (a cluster pre-empting the job) or SIGINT (Ctrl-C): finish the current step, write
-    ``last.ckpt`` and stop; ``run`` then prints the command that resumes. A second signal aborts at once."""
+    ``last.ckpt`` and stop; ``run`` then prints the command that resumes. A second signal aborts at once.
+
+    Heard from :meth:`listening`'s start (before a resume's restore, which takes seconds at BERT-base) to its end;
+    Lightning puts its own SIGTERM handler in front of ours just before training (it would raise without saving),
+    so ``on_train_start`` takes the signals back."""
 
     def __init__(self, checkpoints: Checkpointing) -> None:
         self.checkpoints = checkpoints
         self.signum: int | None = None
         self.saved: Path | None = None
-        self._previous: dict[int, Any] = {}
 
     def _handle(self, signum: int, frame: Any) -> None:
         if self.signum is not None:
@@ -101,11 +107,28 @@ class GracefulStop(L.Callback):
         print(f"\n{signal.Signals(signum).name}: finishing this step and saving a checkpoint "
               f"(send it again to abort at once)", file=sys.stderr, flush=True)
 
+    def _install(self) -> dict[int, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        return {sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    @contextmanager
+    def listening(self) -> Iterator[None]:
+        """Our handlers while the block runs (``trainer.fit``), the previous ones after it, however it ends."""
+        previous = self._install()
+        try:
+            yield
+        except SIGTERMException:
+            # Lightning's handler heard the signal before on_train_start (ours, composed behind it, did too):
+            # it raises at the end of that step, after on_train_batch_end saved last.ckpt; run's stop path follows
+            if self.signum is None:
+                raise
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        # installed after Lightning's own SIGTERM handler (which would raise without saving), restored at the end
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                self._previous[sig] = signal.signal(sig, self._handle)
+        self._install()  # displaces Lightning's handler; listening() restores what was there before the fit
 
     def on_train_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
         # all ranks decide together (any rank signalled), or one would wait alone in the checkpoint's barrier
@@ -113,17 +136,6 @@ class GracefulStop(L.Callback):
             self.signum = self.signum or signal.SIGTERM
             self.saved = self.checkpoints.save_last_now(trainer)
             trainer.should_stop = True
-
-    def _restore(self) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        self._previous = {}
-
-    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._restore()
-
-    def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
-        self._restore()
 
     def interrupted(self, trainer: L.Trainer) -> bool:
         """True when a signal stopped training before its last step."""
@@ -141,6 +153,14 @@ class GracefulStop(L.Callback):
             print(f"stopped  {record['signal']} at step {trainer.global_step}; checkpoint {ckpt}\n"
                   f"resume   {command}", file=sys.stderr, flush=True)
         raise SystemExit(128 + self.signum)  # SystemExit: a sweep stops here too (Hydra catches only Exception)
+
+    def after_a_finished_run(self) -> None:
+        """A signal that came after the last step's check: the run is whole (its metrics.json written), but the job
+        was asked to stop, so a ladder or sweep must not start its next piece. Exits with 128 + signal number."""
+        if self.signum is not None:
+            print(f"stopped  {signal.Signals(self.signum).name} after the run's last step: it is finished; "
+                  f"the rest of the job does not start", file=sys.stderr, flush=True)
+            raise SystemExit(128 + self.signum)
 
 
 @dataclass(frozen=True)
@@ -175,5 +195,5 @@ def build_guards(checkpoint: DictConfig, faults: DictConfig, debug: DictConfig, 
         checkpoints=checkpoints,
         stop=GracefulStop(checkpoints),
         injection=FaultInjection(debug.inject_nan_at_step, debug.crash_at_step, debug.kill_at_step,
-                                 debug.disk_full_at_checkpoint),
+                                 debug.disk_full_at_checkpoint, debug.sigterm_at),
     )

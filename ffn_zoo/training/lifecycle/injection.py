@@ -1,5 +1,5 @@
-"""Fault injection for the tests (``debug.*`` in configs/train.yaml): a NaN output, a crash, a SIGKILL, a full
-disk, each at a chosen step or write. Wired by ``guards.build_guards``; never set in a research run."""
+"""Fault injection for the tests (``debug.*`` in configs/train.yaml): a NaN output, a crash, a SIGKILL, a SIGTERM,
+a full disk, each at a chosen step or write. Wired by ``guards.build_guards``; never set in a research run."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import lightning as L
 import torch
 
 from ffn_zoo.atomic import atomic_write
+from ffn_zoo.errors import ConfigError
 from ffn_zoo.training.lifecycle.checkpoint import DirectCheckpointIO
 
 
@@ -51,17 +52,24 @@ class FaultInjection(L.Callback):
     """``debug.inject_nan_at_step``: the model's output is NaN in that step (1-based); ``debug.crash_at_step``:
     a RuntimeError (a bug, as far as train.py knows); ``debug.kill_at_step``: SIGKILL right after that
     step's checkpoints are written; ``debug.disk_full_at_checkpoint``: the n-th checkpoint write fails with
-    ENOSPC after 4 KiB. For tests; never set in a research run."""
+    ENOSPC after 4 KiB; ``debug.sigterm_at``: SIGTERM to itself in the Trainer's ``setup`` (``setup``: before a
+    resume's restore, where a pre-empted job may be) or right after step N's checkpoints (an int). For tests; never
+    set in a research run."""
 
     def __init__(self, inject_nan_at_step: int | None, crash_at_step: int | None, kill_at_step: int | None,
-                 disk_full_at_checkpoint: int | None = None) -> None:
+                 disk_full_at_checkpoint: int | None = None, sigterm_at: int | str | None = None) -> None:
         self.nan_step, self.crash_step, self.kill_step = inject_nan_at_step, crash_at_step, kill_at_step
         self.disk_full_at = disk_full_at_checkpoint
+        if sigterm_at is not None and sigterm_at != "setup" and not isinstance(sigterm_at, int):
+            raise ConfigError(f"debug.sigterm_at={sigterm_at!r}; valid: null, setup, or a step number")
+        self.sigterm_at = sigterm_at
         self._hook: Any = None
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         if self.disk_full_at is not None:
             trainer.strategy.checkpoint_io = FullDiskIO(int(self.disk_full_at))
+        if self.sigterm_at == "setup" and stage == "fit":
+            os.kill(os.getpid(), signal.SIGTERM)
 
     def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
         step = trainer.global_step + 1
@@ -77,3 +85,5 @@ class FaultInjection(L.Callback):
             self._hook = None
         if trainer.global_step == self.kill_step:
             os.kill(os.getpid(), signal.SIGKILL)
+        if trainer.global_step == self.sigterm_at:
+            os.kill(os.getpid(), signal.SIGTERM)
