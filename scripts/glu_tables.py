@@ -295,6 +295,8 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "n-mlm-8Mi-x": lambda: multiplier_cell(multiplier(MLM8, 8_388_608)),
     "n-mlm12-2Mi": lambda: delta_cell(delta_rows(MLM12)[2_097_152]),
     "n-bert-mlm": lambda: f"{delta_cell(delta_rows(BERT_MLM)[262_144])} / {delta_cell(delta_rows(BERT_MLM)[524_288])}",
+    "n-bert-mlm-1Mi": lambda: delta_cell(delta_rows(BERT_MLM)[1_048_576]),
+    "n-bert-mlm-1Mi-seeds": lambda: every_seed(BERT_MLM, 1_048_576, " / "),
 
     "n-gelu-d256": lambda: gelu_at(CLM),
     "n-gelu-d512": lambda: gelu_at(D512),
