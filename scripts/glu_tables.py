@@ -61,8 +61,9 @@ MLM8 = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder_8Mi")  # 0.25-8 Mi; its 0
 MLM_DEPTH_AXIS = "depth/mlm"  # MLM at d 256 over 0.25-2 Mi (issue 44 step 5): ladder_setting 1 = 4 layers, 2 = 12
 MLM_DEPTHS = {1: 4, 2: 12}
 MLM12 = Shape("MLM", "d 256 × 12", MLM_DEPTH_AXIS, setting=2)
+MLM_W768 = Shape("MLM", "d 768 × 4", "depth/mlm_w768")  # width without depth under MLM (after issue 44)
 BERT_MLM = Shape("MLM", "d 768 × 12 (BERT-base)", "depth/bert_mlm")  # issue 44 step 6 under MLM
-SHAPES = (D128, CLM, D512, D768, L2, L8, L12, BERT_2MI, MLM8, MLM12, BERT_MLM)
+SHAPES = (D128, CLM, D512, D768, L2, L8, L12, BERT_2MI, MLM8, MLM_W768, MLM12, BERT_MLM)
 HEADLINE_BUDGETS = (*BUDGETS, 8_388_608)  # 8 Mi: MLM only (issue 41)
 WIDTH_AXIS = "width"  # every 4-layer width over 0.26-2.1 M tokens: ladder_setting 1..4 = d 128, 256, 512, 768
 
