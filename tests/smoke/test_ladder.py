@@ -170,6 +170,11 @@ def test_validating_only_where_scored_changes_no_number(ladder: Path, tmp_path: 
     run = run_train([a for a in LADDER if a != "ladder.validate=every"], tmp_path)  # the default
     assert "ladder   validates only where a budget is scored" in run.stdout
     assert "not validated (a ladder's trunk" in run.stdout
+    lefts = [line for line in run.stdout.splitlines() if " steps left (" in line]  # the ladder's own pace
+    assert [line.split(", ~")[0] for line in lefts] == [
+        "ladder   14 steps left (budget=5120 next)", "ladder   12 steps left (budget=10240 next)",
+        "ladder   8 steps left (budget=20480 next)"]
+    assert all("at this ladder's pace of " in line for line in lefts)
     root = only_run(tmp_path)
     assert len(val_points(ladder / "trunk")) == 7
     trunk = json.loads((root / "trunk/metrics.json").read_text())

@@ -12,6 +12,7 @@ from ffn_zoo.errors import ConfigError, FFNZooError
 from ffn_zoo.training.recipe.build import compose
 from ffn_zoo.training.recipe.optim import lr_multiplier, lr_schedule
 from ffn_zoo.training.ladder.plan import parse_tokens, plan_of
+from ffn_zoo.training.ladder.run import Pace
 from tests.helpers import run_train, tiny
 
 
@@ -231,3 +232,20 @@ def test_keeping_fewer_checkpoints_is_the_same_run_folder() -> None:
             return cfg.hydra.job.override_dirname
 
         assert name("ladder.keep_checkpoints=needed", "ckpt_path=last") == name() == "ffn=gelu,seed=2"
+
+
+def test_pace_says_what_is_left_at_the_ladders_own_pace() -> None:
+    """Seconds per step over the pieces trained so far, a piece that trained nothing (resumed from its own
+    checkpoint) left out; nothing to say when nothing is left."""
+    now = [0.0]
+    pace = Pace(clock=lambda: now[0])
+    assert pace.line(10, "budget=1Mi") == "ladder   10 steps left (budget=1Mi next)"  # no piece timed yet
+    now[0] = 100.0
+    pace.piece_done(50)  # 2 s a step
+    now[0] = 130.0
+    pace.piece_done(0)  # its 30 s are not counted
+    now[0] = 150.0
+    pace.piece_done(10)  # 60 steps in 120 s
+    assert pace.line(90, "budget=2Mi") == ("ladder   90 steps left (budget=2Mi next), ~3m at this ladder's pace of "
+                                           "2.00 s/step")
+    assert pace.line(0, "budget=2Mi") is None

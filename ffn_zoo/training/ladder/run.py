@@ -53,7 +53,7 @@ from ffn_zoo.training.ladder.plan import Plan, Rung, check_validate, describe_pl
 from ffn_zoo.training.ladder.storage import (TRUNK, check_keep, disk_note, finished, metrics_of, point, prune,
                                              steps_done)
 from ffn_zoo.training.lifecycle.runs import CKPT_DIR, resume_point
-from ffn_zoo.training.reporting.progress import time_line
+from ffn_zoo.training.reporting.progress import duration, time_line
 from ffn_zoo.training.reporting.summary import DiskNote
 
 MANIFEST = "ladder.json"
@@ -208,7 +208,8 @@ def _copy(src: Path, dst: Path) -> None:
         atomic_write(dst, lambda out: shutil.copyfileobj(f, out))
 
 
-def _trunk(cfg: DictConfig, plan: Plan, root: Path, train_one: Callable[..., dict[str, Any]]) -> None:
+def _trunk(cfg: DictConfig, plan: Plan, root: Path, train_one: Callable[..., dict[str, Any]]) -> int:
+    """Train the trunk (from where it stopped, if it did); the steps it trained."""
     folder = root / TRUNK
     points = {r.branch_step: point(root, r.branch_step) for r in plan.rungs}
     last = folder / CKPT_DIR / "last.ckpt"
@@ -231,9 +232,12 @@ def _trunk(cfg: DictConfig, plan: Plan, root: Path, train_one: Callable[..., dic
         "ladder_branch_steps": [r.branch_step for r in plan.rungs]},
         validate=cfg.ladder.validate == "every",  # ends: no budget is scored on the trunk, so it never validates
         disk_note=_disk_note(cfg, plan, root))
+    return plan.trunk_steps - max(step, 0)
 
 
-def _branch(cfg: DictConfig, plan: Plan, rung: Rung, root: Path, train_one: Callable[..., dict[str, Any]]) -> None:
+def _branch(cfg: DictConfig, plan: Plan, rung: Rung, root: Path, train_one: Callable[..., dict[str, Any]]) -> int:
+    """Train one budget's cooldown; the steps it trained (0 where it resumed from its own checkpoint, whose step
+    only that file knows: the pace then skips it)."""
     folder = root / rung.folder
     parent = point(root, rung.branch_step)
     own = folder / CKPT_DIR / "last.ckpt"
@@ -248,6 +252,32 @@ def _branch(cfg: DictConfig, plan: Plan, rung: Rung, root: Path, train_one: Call
         "ladder_role": "branch", "ladder_budget": rung.label, "ladder_budget_tokens": rung.tokens,
         "ladder_branch_step": rung.branch_step, "ladder_cooldown_steps": rung.cooldown, "ladder_parent": str(parent)},
         disk_note=_disk_note(cfg, plan, root))
+    return rung.cooldown if start == parent else 0
+
+
+class Pace:
+    """The ladder's own pace over the pieces this invocation trained (validation, restores and checkpoints
+    included, unlike a piece's tokens/s), to say after each piece what is left and about when it ends."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock, self.steps, self.seconds = clock, 0, 0.0
+        self._since = clock()
+
+    def piece_done(self, steps: int) -> None:
+        now = self.clock()
+        if steps > 0:
+            self.steps, self.seconds = self.steps + steps, self.seconds + now - self._since
+        self._since = now
+
+    def line(self, left: int, upcoming: str) -> str | None:
+        """``ladder   179 steps left (budget=0.5Mi next), ~15m at this ladder's pace of 5.1 s/step``"""
+        if left <= 0:
+            return None
+        line = f"ladder   {left} steps left ({upcoming} next)"
+        if self.steps:
+            per = self.seconds / self.steps
+            line += f", ~{duration(left * per)} at this ladder's pace of {per:.2f} s/step"
+        return line
 
 
 def _disk_note(cfg: DictConfig, plan: Plan, root: Path) -> DiskNote:
@@ -279,16 +309,21 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
               f"{plan.trunk_steps}", flush=True)
         _reopen_trunk(trunk, done)
     trained = []  # the pieces this invocation trains (the time line's)
+    pace = Pace()
     if done is None or done < plan.trunk_steps:
-        _trunk(cfg, plan, root, train_one)
+        pace.piece_done(_trunk(cfg, plan, root, train_one))
         trained.append(TRUNK)
     if lean:
         prune(root, plan)  # also what a ladder first trained with keep_checkpoints=all no longer needs
+    todo = [r for r in plan.rungs if not finished(root / r.folder)]
     for rung in plan.rungs:
-        if finished(root / rung.folder):
+        if rung not in todo:
             print(f"ladder   {rung.folder} finished before; kept", flush=True)
             continue
-        _branch(cfg, plan, rung, root, train_one)
+        if trained and (line := pace.line(sum(r.cooldown for r in todo), rung.folder)):
+            print(line, flush=True)
+        pace.piece_done(_branch(cfg, plan, rung, root, train_one))
+        todo.remove(rung)
         trained.append(rung.folder)
         if lean:
             prune(root, plan)
