@@ -298,6 +298,8 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "n-bert-mlm": lambda: f"{delta_cell(delta_rows(BERT_MLM)[262_144])} / {delta_cell(delta_rows(BERT_MLM)[524_288])}",
     "n-bert-mlm-1Mi": lambda: delta_cell(delta_rows(BERT_MLM)[1_048_576]),
     "n-bert-mlm-1Mi-seeds": lambda: every_seed(BERT_MLM, 1_048_576, " / "),
+    "n-mlm-w768": lambda: f"{delta_cell(delta_rows(MLM_W768)[262_144])} / {delta_cell(delta_rows(MLM_W768)[524_288])}",
+    "n-mlm-w768-late": lambda: " / ".join(every_seed(MLM_W768, t) for t in (1_048_576, 2_097_152)),
 
     "n-gelu-d256": lambda: gelu_at(CLM),
     "n-gelu-d512": lambda: gelu_at(D512),
