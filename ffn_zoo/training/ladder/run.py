@@ -270,7 +270,7 @@ class Pace:
         self._since = now
 
     def line(self, left: int, upcoming: str) -> str | None:
-        """``ladder   179 steps left (budget=0.5Mi next), ~15m at this ladder's pace of 5.1 s/step``"""
+        """``ladder   179 steps left (budget=0.5Mi next), ~15m at this ladder's pace of 5.10 s/step``"""
         if left <= 0:
             return None
         line = f"ladder   {left} steps left ({upcoming} next)"
@@ -315,15 +315,15 @@ def run_ladder(cfg: DictConfig, run_dir: Path, train_one: Callable[..., dict[str
         trained.append(TRUNK)
     if lean:
         prune(root, plan)  # also what a ladder first trained with keep_checkpoints=all no longer needs
-    todo = [r for r in plan.rungs if not finished(root / r.folder)]
+    left = sum(r.cooldown for r in plan.rungs if not finished(root / r.folder))  # the branches' steps still to run
     for rung in plan.rungs:
-        if rung not in todo:
+        if finished(root / rung.folder):
             print(f"ladder   {rung.folder} finished before; kept", flush=True)
             continue
-        if trained and (line := pace.line(sum(r.cooldown for r in todo), rung.folder)):
+        if trained and (line := pace.line(left, rung.folder)):
             print(line, flush=True)
         pace.piece_done(_branch(cfg, plan, rung, root, train_one))
-        todo.remove(rung)
+        left -= rung.cooldown
         trained.append(rung.folder)
         if lean:
             prune(root, plan)
