@@ -64,6 +64,7 @@ MLM12 = Shape("MLM", "d 256 × 12", MLM_DEPTH_AXIS, setting=2)
 MLM_W768 = Shape("MLM", "d 768 × 4", "depth/mlm_w768")  # width without depth under MLM (after issue 44)
 BERT_MLM = Shape("MLM", "d 768 × 12 (BERT-base)", "depth/bert_mlm")  # issue 44 step 6 under MLM
 SHAPES = (D128, CLM, D512, D768, L2, L8, L12, BERT_2MI, MLM8, MLM_W768, MLM12, BERT_MLM)
+EARLY = (262_144, 524_288)  # 0.25 and 0.5 Mi, the budgets every shape has
 HEADLINE_BUDGETS = (*BUDGETS, 8_388_608)  # 8 Mi: MLM only (issue 41)
 WIDTH_AXIS = "width"  # every 4-layer width over 0.26-2.1 M tokens: ladder_setting 1..4 = d 128, 256, 512, 768
 
@@ -228,6 +229,11 @@ def every_seed(shape: Shape, budget: int, sep: str = ", ") -> str:
     return sep.join(nats(per_seed[s]) for s in sorted(per_seed, key=int))
 
 
+def delta_cells(shape: Shape, budgets: tuple[int, ...], seeds: int | None = None) -> str:
+    """Δ cells at several budgets, ``a / b / c`` (``seeds`` as delta_cell's)."""
+    return " / ".join(delta_cell(delta_rows(shape)[t], seeds) for t in budgets)
+
+
 def slope_text(t: dict) -> str:
     """A trend's slope per 10× tokens with its 95% interval."""
     return f"{nats(t['slope_per_decade'])} [{nats(t['slope_lo'])}, {nats(t['slope_hi'])}]"
@@ -282,23 +288,23 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "n-d768-slope": lambda: slope_cell(D768),
     "n-bert": lambda: f"{seed_delta(BERT, 262_144, '0')} / {seed_delta(BERT, 524_288, '0')}",
     "n-bert-s1": lambda: f"{seed_delta(BERT, 262_144, '1')} / {seed_delta(BERT, 524_288, '1')}",
-    "n-bert-2": lambda: f"{delta_cell(delta_rows(BERT)[262_144], 2)} / {delta_cell(delta_rows(BERT)[524_288], 2)}",
+    "n-bert-2": lambda: delta_cells(BERT, EARLY, 2),
     "n-bert-2Mi": lambda: " / ".join(nats(paired(delta_rows(BERT_2MI)[t])[0]) for t in BUDGETS[:4]),
     "n-bert-2Mi-ci": lambda: delta_cell(delta_rows(BERT_2MI)[2_097_152]),
     "n-bert-2Mi-seeds": lambda: every_seed(BERT_2MI, 2_097_152, " / "),
     "n-bert-2Mi-crossing": lambda: crossing_cell(trend(BERT_2MI)),
     "n-bert-2Mi-slope": lambda: slope_cell(BERT_2MI),
-    "n-bert-2Mi-cells": lambda: " / ".join(delta_cell(delta_rows(BERT_2MI)[t]) for t in BUDGETS[:4]),
+    "n-bert-2Mi-cells": lambda: delta_cells(BERT_2MI, BUDGETS[:4]),
     "n-mlm-crossing": lambda: crossing_cell(trend(MLM)).replace(" (SwiGLU falls behind)", ""),
     "n-mlm-4Mi": lambda: delta_cell(delta_rows(MLM)[4_194_304]),
     "n-mlm-8Mi": lambda: delta_cell(delta_rows(MLM8)[8_388_608]),
     "n-mlm-8Mi-c4": lambda: delta_cell(delta_rows(MLM8, "c4")[8_388_608]),
     "n-mlm-8Mi-x": lambda: multiplier_cell(multiplier(MLM8, 8_388_608)),
     "n-mlm12-2Mi": lambda: delta_cell(delta_rows(MLM12)[2_097_152]),
-    "n-bert-mlm": lambda: f"{delta_cell(delta_rows(BERT_MLM)[262_144])} / {delta_cell(delta_rows(BERT_MLM)[524_288])}",
+    "n-bert-mlm": lambda: delta_cells(BERT_MLM, EARLY),
     "n-bert-mlm-1Mi": lambda: delta_cell(delta_rows(BERT_MLM)[1_048_576]),
     "n-bert-mlm-1Mi-seeds": lambda: every_seed(BERT_MLM, 1_048_576, " / "),
-    "n-mlm-w768": lambda: f"{delta_cell(delta_rows(MLM_W768)[262_144])} / {delta_cell(delta_rows(MLM_W768)[524_288])}",
+    "n-mlm-w768": lambda: delta_cells(MLM_W768, EARLY),
     "n-mlm-w768-late": lambda: " / ".join(every_seed(MLM_W768, t) for t in (1_048_576, 2_097_152)),
 
     "n-gelu-d256": lambda: gelu_at(CLM),
