@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers import REPO, run_train, tiny
+from tests.helpers import REPO, TrainOnce, tiny
 
 if not torch.set_flush_denormal(False):
     pytest.skip("this CPU has no flush-to-zero mode", allow_module_level=True)
 
 
 @pytest.mark.parametrize("init", [False, True])
-def test_arms_flush_as_asked_and_train_the_same(tmp_path: Path, init: bool) -> None:
-    run_train(tiny("trainer.max_steps=4", "trainer.val_check_interval=4", "logger=csv"), tmp_path)
-    (ckpt,) = tmp_path.rglob("last.ckpt")
+def test_arms_flush_as_asked_and_train_the_same(tmp_path: Path, train_once: TrainOnce, init: bool) -> None:
+    run = train_once("bench_denormals", tiny("trainer.max_steps=4", "trainer.val_check_interval=4", "logger=csv"))
+    (ckpt,) = run.rglob("last.ckpt")  # one checkpoint for both cases; the bench only reads it
     tokens = tmp_path / "tokens.npy"
     np.save(tokens, np.random.default_rng(0).integers(0, 2048, size=16 * 33 * 3, dtype=np.uint16))
     out = tmp_path / "arms.jsonl"

@@ -4,6 +4,7 @@ pure-torch and analysis packages really load without the training stack (checked
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,7 @@ def layer(module: str) -> int | None:
     return None  # ffn_zoo/__init__.py: the public re-exports, above every layer
 
 
+@functools.cache  # every module's test reads the whole graph: parse the package once, not once per test
 def internal_graph() -> dict[str, set[str]]:
     related = lambda a, b: a.startswith(b + ".") or b.startswith(a + ".")  # noqa: E731 (a package and its modules)
     return {m: {i for i in imports(p) if i in MODULES and i != m and not related(i, m)} for m, p in MODULES.items()}
