@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -33,7 +34,8 @@ def test_sweep_in_tensorboard(tmp_path: Path) -> None:
     (sweep,) = (tmp_path / "multiruns").iterdir()
     mux = EventMultiplexer().AddRunsFromDirectory(str(sweep))
     mux.Reload()
-    assert sorted(mux.Runs()) == ["ffn=gelu", "ffn=swiglu"]  # the jobs, no "." pseudo-run
+    assert sorted(mux.Runs()) == ["ffn=gelu", "ffn=swiglu"]  # a folder per job, named by what differs; no "." run
+    assert [json.loads((sweep / r / "metrics.json").read_text())["status"] for r in sorted(mux.Runs())] == ["ok"] * 2
     assert not list(sweep.glob("events.out.tfevents.*"))
 
     for run in mux.Runs():
