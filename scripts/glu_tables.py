@@ -58,8 +58,8 @@ BERT = Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base_2seeds")  
 # The same two seeds retrained to 2 Mi on one Xeon (each pair on one CPU with one denormal setting): the headline row
 BERT_2MI = Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base_2Mi_3seeds")
 MLM8 = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder_8Mi")  # 0.25-8 Mi; its 0.25-4 Mi 3-seed ladders: mlm_ladder
-MLM_DEPTH_AXIS = "depth/mlm"  # MLM at d 256 over 0.25-2 Mi (issue 44 step 5): ladder_setting 1 = 4 layers, 2 = 12
-MLM_DEPTHS = {1: 4, 2: 12}
+MLM_DEPTH_AXIS = "depth/mlm"  # MLM at d 256, 0.25-2 Mi (issue 44 step 5): ladder_setting 1 = 4 layers, 2 = 12, 3 = 8
+MLM_DEPTHS = {1: 4, 3: 8, 2: 12}  # setting 3 = 8 layers (one seed, 2026-12-07), listed last to compare
 MLM12 = Shape("MLM", "d 256 × 12", MLM_DEPTH_AXIS, setting=2)
 MLM_W768 = Shape("MLM", "d 768 × 4", "depth/mlm_w768")  # width without depth under MLM (after issue 44)
 BERT_MLM = Shape("MLM", "d 768 × 12 (BERT-base)", "depth/bert_mlm")  # issue 44 step 6 under MLM
@@ -184,7 +184,7 @@ def depth() -> str:
 
 
 def depth_mlm() -> str:
-    """The depth axis under MLM: d 256 at 4 and 12 layers over 0.25-2 Mi (issue 44, step 5)."""
+    """The depth axis under MLM: d 256 at 4, 8 and 12 layers over 0.25-2 Mi (issue 44, step 5)."""
     return axis_table(MLM_DEPTH_AXIS, MLM_DEPTHS, "layers (d 256), MLM", "model.n_layers")
 
 
