@@ -59,7 +59,7 @@ BERT = Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base_2seeds")  
 BERT_2MI = Shape("causal LM", "d 768 × 12 (BERT-base)", "width/bert_base_2Mi_3seeds")
 MLM8 = Shape("MLM", "d 256 × 4 (`mini`)", "mlm_ladder_8Mi")  # 0.25-8 Mi; its 0.25-4 Mi 3-seed ladders: mlm_ladder
 MLM_DEPTH_AXIS = "depth/mlm"  # MLM at d 256, 0.25-2 Mi (issue 44 step 5): ladder_setting 1 = 4 layers, 2 = 12, 3 = 8
-MLM_DEPTHS = {1: 4, 3: 8, 2: 12}  # setting 3 = 8 layers (one seed, 2026-12-07), listed last to compare
+MLM_DEPTHS = {1: 4, 3: 8, 2: 12}  # rows by depth; 8 layers is setting 3, its folders given to compare last
 MLM12 = Shape("MLM", "d 256 × 12", MLM_DEPTH_AXIS, setting=2)
 MLM_W768 = Shape("MLM", "d 768 × 4", "depth/mlm_w768")  # width without depth under MLM (after issue 44)
 BERT_MLM = Shape("MLM", "d 768 × 12 (BERT-base)", "depth/bert_mlm")  # issue 44 step 6 under MLM
